@@ -3,10 +3,13 @@
 #include <cstring>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/indexing/indexing.h"
 
 namespace kiln {
 namespace {
+
+using namespace op_test;
 
 Tensor floats(Dims dims, std::vector<float> v) {
   Tensor t = *Tensor::empty(DataType::kFloat32, dims);
@@ -18,50 +21,6 @@ Tensor int64s(Dims dims, std::vector<int64_t> v) {
   Tensor t = *Tensor::empty(DataType::kInt64, dims);
   std::memcpy(t.raw(), v.data(), v.size() * 8);
   return t;
-}
-
-TensorDesc desc(DataType d, Dims dims) { return {d, dims, true}; }
-
-Result<std::vector<TensorDesc>> infer(const char* op, const Attrs& a, std::vector<TensorDesc> in,
-                                      std::vector<const Tensor*> values = {}) {
-  values.resize(in.size(), nullptr);
-  return OpRegistry::global().find(op)->infer_outputs(InferContext(a, in, values));
-}
-
-void expect_error(const Result<std::vector<TensorDesc>>& r, const std::string& needle) {
-  ASSERT_FALSE(r.is_ok()) << "expected an error mentioning '" << needle << "'";
-  EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
-}
-
-// Runs `op` on every backend implementation that accepts it; returns each one's outputs.
-std::vector<std::pair<std::string, Result<std::vector<Tensor>>>> run_all(const char* op, const Attrs& a,
-                                                                         std::vector<Tensor> src) {
-  OpCall call;
-  call.schema = OpRegistry::global().find(op);
-  call.attrs = &a;
-  std::vector<const Tensor*> values;
-  for (const Tensor& t : src) {
-    call.inputs.push_back(desc(t.dtype(), t.dims()));
-    values.push_back(&t);
-  }
-  call.outputs = *call.schema->infer_outputs(InferContext(a, call.inputs, values));
-  std::vector<std::pair<std::string, Result<std::vector<Tensor>>>> out;
-  for (Backend b : {Backend::kRef, Backend::kCpu})
-    for (const KernelImpl* impl : KernelRegistry::global().find(op, b)) {
-      if (!impl->supports(call).is_ok()) continue;
-      std::vector<Tensor> dst;
-      for (const TensorDesc& d : call.outputs) dst.push_back(*Tensor::empty(d.dtype, d.dims));
-      auto kernel = impl->create(call);
-      KernelContext ctx{call, src, dst, cpu_stream(), cpu_allocator()};
-      Status s = (*kernel)->run(ctx);
-      out.emplace_back(impl->name, s.is_ok() ? Result<std::vector<Tensor>>(dst) : Result<std::vector<Tensor>>(s));
-    }
-  return out;
-}
-
-void expect_values(const Tensor& t, std::vector<double> want, const std::string& who) {
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size())) << who;
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(t.at(static_cast<int64_t>(i)), want[i]) << who << " element " << i;
 }
 
 TEST(Gather, ShapesAndValues) {

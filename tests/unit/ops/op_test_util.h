@@ -3,6 +3,7 @@
 // reference and CPU implementation that accepts it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,9 +31,13 @@ inline void expect_error(const Result<std::vector<TensorDesc>>& r, const std::st
   EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
 }
 
-// Runs `op` on every ref and CPU implementation that accepts it (inputs absent where undefined).
-inline std::vector<std::pair<std::string, Result<std::vector<Tensor>>>> run_all(const char* op, const Attrs& a,
-                                                                                std::vector<Tensor> src) {
+using Runs = std::vector<std::pair<std::string, Result<std::vector<Tensor>>>>;
+
+// Runs `op` on every ref and CPU implementation that accepts it (inputs absent where undefined); each
+// result is its outputs or the error that `create` or `run` gave. A backend in `must_run` (default: the
+// reference, and the CPU backend when it registers the op) with no accepting implementation fails the
+// test, so a loop over the result cannot pass by running nothing.
+inline Runs run_all(const char* op, const Attrs& a, std::vector<Tensor> src, std::vector<Backend> must_run = {}) {
   OpCall call;
   call.schema = OpRegistry::global().find(op);
   call.attrs = &a;
@@ -41,7 +46,7 @@ inline std::vector<std::pair<std::string, Result<std::vector<Tensor>>>> run_all(
     call.inputs.push_back(t.defined() ? desc(t.dtype(), t.dims()) : TensorDesc::absent());
     values.push_back(t.defined() ? &t : nullptr);
   }
-  std::vector<std::pair<std::string, Result<std::vector<Tensor>>>> out;
+  Runs out;
   auto outs = call.schema->infer_outputs(InferContext(a, call.inputs, values));
   if (!outs.is_ok()) {
     out.emplace_back("infer", Result<std::vector<Tensor>>(outs.status()));
@@ -49,16 +54,33 @@ inline std::vector<std::pair<std::string, Result<std::vector<Tensor>>>> run_all(
   }
   call.outputs = *outs;
   pad_optional_inputs(*call.schema, call.inputs, src);
-  for (Backend b : {Backend::kRef, Backend::kCpu})
+  if (must_run.empty()) {
+    must_run.push_back(Backend::kRef);
+    if (!KernelRegistry::global().find(op, Backend::kCpu).empty()) must_run.push_back(Backend::kCpu);
+  }
+  for (Backend b : {Backend::kRef, Backend::kCpu}) {
+    int ran = 0;
+    std::string reasons;
     for (const KernelImpl* impl : KernelRegistry::global().find(op, b)) {
-      if (!impl->supports(call).is_ok()) continue;
+      if (Status s = impl->supports(call); !s.is_ok()) {
+        reasons += str_cat("\n  ", impl->name, ": ", s.message());
+        continue;
+      }
+      ++ran;
       std::vector<Tensor> dst;
       for (const TensorDesc& d : call.outputs) dst.push_back(*Tensor::empty(d.dtype, d.dims));
       auto kernel = impl->create(call);
+      if (!kernel.is_ok()) {
+        out.emplace_back(impl->name, Result<std::vector<Tensor>>(kernel.status()));
+        continue;
+      }
       KernelContext ctx{call, src, dst, cpu_stream(), cpu_allocator()};
       Status s = (*kernel)->run(ctx);
       out.emplace_back(impl->name, s.is_ok() ? Result<std::vector<Tensor>>(dst) : Result<std::vector<Tensor>>(s));
     }
+    if (ran == 0 && std::find(must_run.begin(), must_run.end(), b) != must_run.end())
+      ADD_FAILURE() << op << ": no " << backend_name(b) << " implementation ran this problem" << reasons;
+  }
   return out;
 }
 
