@@ -1,5 +1,5 @@
 # kiln: `make run` installs what is missing, builds and runs the main job; `make test` also runs every test.
-.PHONY: deps build run test test-sanitize conformance fuzz fuzz-smoke format format-check ops-doc clean
+.PHONY: deps build run test test-sanitize conformance fuzz fuzz-smoke format format-check tidy ops-doc clean
 
 PRESET ?= release
 JOBS ?= $(shell nproc)
@@ -14,7 +14,7 @@ build: deps
 run: build
 	build/bin/kiln doctor
 
-test: build format-check
+test: build format-check tidy
 	@ctest --preset $(PRESET) -j $(JOBS)
 	@$(MAKE) --no-print-directory test-sanitize
 	@$(MAKE) --no-print-directory fuzz-smoke
@@ -44,6 +44,10 @@ format:
 
 format-check:
 	@scripts/check-format
+
+# clang-tidy on src/ and apps/; files unchanged since they last passed are skipped (scripts/tidy).
+tidy: build
+	@scripts/tidy build
 
 ops-doc: build
 	build/bin/kiln_op_harness support --write docs/ops.md

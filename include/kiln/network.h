@@ -341,7 +341,7 @@ class Network {
   Network& operator=(const Network&) = delete;
 
   /// A network input; kDynamicDim marks dims known only at run time.
-  Result<NetworkTensor*> add_input(std::string name, DataType dtype, const Dims& dims);
+  Result<NetworkTensor*> add_input(const std::string& name, DataType dtype, const Dims& dims);
   Status mark_output(NetworkTensor* tensor);
 
   int num_inputs() const;
@@ -398,7 +398,7 @@ class Network {
   /// Joins tensors along `axis` (negative counts from the end).
   Result<ConcatenationLayer*> add_concatenation(std::span<NetworkTensor* const> inputs, int64_t axis = 0);
   /// Splits along `axis` into pieces of `sizes`; one output per piece.
-  Result<Layer*> add_split(NetworkTensor* input, int64_t axis, std::vector<int64_t> sizes);
+  Result<Layer*> add_split(NetworkTensor* input, int64_t axis, const std::vector<int64_t>& sizes);
   /// Output element i reads input start + i * stride per axis; `size` is the output shape.
   Result<Layer*> add_slice(NetworkTensor* input, const Dims& start, const Dims& size, const Dims& stride);
   /// Pads (negative: crops) the last pre.rank() dims; zeros unless set_mode / constant_value say otherwise.

@@ -8,7 +8,7 @@ Status not_built() { return unsupported("kiln was built without CUDA (rebuild wi
 
 RuntimeInfo query_runtime() {
   RuntimeInfo info;
-  info.problem = "kiln was built without CUDA";
+  info.problem = "this build of kiln has no CUDA (nvcc was not found when it was configured)";
   return info;
 }
 bool gpu_available() { return false; }

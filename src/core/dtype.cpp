@@ -125,10 +125,10 @@ template <class T>
 T saturate_to(double v) {
   if (std::isnan(v)) return 0;
   const double r = std::nearbyint(v);
-  constexpr double lo = static_cast<double>(std::numeric_limits<T>::lowest());
-  constexpr double hi = static_cast<double>(std::numeric_limits<T>::max());
-  if (r <= lo) return std::numeric_limits<T>::lowest();
-  if (r >= hi) return std::numeric_limits<T>::max();
+  constexpr double kLo = static_cast<double>(std::numeric_limits<T>::lowest());
+  constexpr double kHi = static_cast<double>(std::numeric_limits<T>::max());
+  if (r <= kLo) return std::numeric_limits<T>::lowest();
+  if (r >= kHi) return std::numeric_limits<T>::max();
   return static_cast<T>(r);
 }
 }  // namespace

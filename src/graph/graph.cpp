@@ -46,11 +46,13 @@ Result<Value*> Graph::add_constant(std::string name, Tensor value) {
   if (!value.defined()) return invalid_argument("constant '", name, "' has no data");
   if (!value.device().is_cpu()) return invalid_argument("constant '", name, "' must be given in host memory");
   if (find_value(name)) return invalid_argument("constant '", name, "': a value of that name already exists");
-  KILN_ASSIGN_OR_RETURN(Tensor c, value.contiguous());
+  if (!value.is_contiguous()) {
+    KILN_ASSIGN_OR_RETURN(value, value.contiguous());
+  }
   Value* v = new_value(std::move(name));
-  v->dtype = c.dtype();
-  v->dims = c.dims();
-  v->constant = std::move(c);
+  v->dtype = value.dtype();
+  v->dims = value.dims();
+  v->constant = std::move(value);
   return v;
 }
 

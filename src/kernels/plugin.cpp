@@ -33,6 +33,7 @@ OpSchema plugin_schema(const PluginDef& def) {
     KILN_ASSIGN_OR_RETURN(std::vector<PluginTensorDesc> outs, infer(ins, ctx.attrs_as<PluginAttrs>().fields()));
     if (outs.empty()) return invalid_argument("plugin ", name, " infers no outputs");
     std::vector<TensorDesc> descs;
+    descs.reserve(outs.size());
     for (const PluginTensorDesc& d : outs) descs.push_back({d.dtype, d.dims, true});
     return descs;
   };

@@ -25,7 +25,7 @@ onnx::NodeProto& ExportContext::add_node(const std::string& op_type, const std::
 }
 
 std::string ExportContext::add_initializer(const std::string& base, const Tensor& value) {
-  const std::string name = fresh_name(base);
+  std::string name = fresh_name(base);
   onnx_import::tensor_to_proto(value, name, *graph_.add_initializer());
   return name;
 }

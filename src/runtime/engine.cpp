@@ -102,7 +102,7 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engin
     if (std::find(outs.begin(), outs.end(), v) == outs.end()) last_use_[s].push_back(v);
 }
 
-Status ExecutionContext::set_input(const std::string& name, Tensor value) {
+Status ExecutionContext::set_input(const std::string& name, const Tensor& value) {
   const Value* in = nullptr;
   for (Value* v : engine_->graph().inputs())
     if (v->name == name) in = v;
@@ -141,6 +141,7 @@ Status ExecutionContext::execute(Stream& stream) {
     OpCall call{node.schema, node.attrs.get(), {}, {}};
     std::vector<Tensor> src;
     std::vector<const Tensor*> values;
+    src.reserve(node.inputs.size());
     for (Value* in : node.inputs) {
       if (!in) {
         call.inputs.push_back(TensorDesc::absent());

@@ -44,7 +44,7 @@ class ExecutionContext {
  public:
   explicit ExecutionContext(std::shared_ptr<const Engine> engine);
   /// Binds a host tensor to a graph input; dtype and rank must match, static dims must agree.
-  Status set_input(const std::string& name, Tensor value);
+  Status set_input(const std::string& name, const Tensor& value);
   /// Runs every node; output shapes follow the inputs' actual shapes.
   Status execute(Stream& stream = cpu_stream());
   Result<Tensor> output(const std::string& name) const;

@@ -491,9 +491,10 @@ int run_support(const Options& opt) {
                   note.empty() ? "" : str_cat(" (not compiled in this build, not checked: ", note, ")").c_str());
       return 0;
     }
-    std::printf("%s differs from what the harness generates: run `make ops-doc` on a build with every backend "
-                "(CUDA included) and commit it\n",
-                opt.check_path.c_str());
+    std::printf(
+        "%s differs from what the harness generates: run `make ops-doc` on a build with every backend "
+        "(CUDA included) and commit it\n",
+        opt.check_path.c_str());
     return 1;
   }
   std::fputs(table.c_str(), stdout);

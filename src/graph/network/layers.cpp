@@ -113,6 +113,7 @@ class Call {
   std::string name_;
 };
 
+// NOLINTNEXTLINE(bugprone-macro-parentheses): `var` names the declared variable
 #define KILN_NET_VALUE(var, call, tensor, what) KILN_ASSIGN_OR_RETURN(Value* var, (call).value(tensor, what))
 
 int64_t product(const Dims& d, int from = 0) {
@@ -361,7 +362,7 @@ Result<ConcatenationLayer*> Network::add_concatenation(std::span<NetworkTensor* 
   return c.add<ConcatenationLayer>(LayerType::kConcatenation, a, ins);
 }
 
-Result<Layer*> Network::add_split(NetworkTensor* input, int64_t axis, std::vector<int64_t> sizes) {
+Result<Layer*> Network::add_split(NetworkTensor* input, int64_t axis, const std::vector<int64_t>& sizes) {
   Call c(*state_, "add_split", "Split");
   KILN_NET_VALUE(x, c, input, "input");
   if (sizes.empty()) return c.error("sizes is empty; give one size per output");
@@ -408,7 +409,7 @@ Result<PaddingLayer*> Network::add_padding(NetworkTensor* input, const Dims& pre
   if (pre.rank() != post.rank() || pre.rank() > r)
     return c.error("pre ", pre.to_string(), " and post ", post.to_string(),
                    " must have the same rank, at most the input's ", r, " (shape ", x->dims.to_string(), ")");
-  std::vector<int64_t> pads(2 * r, 0);
+  std::vector<int64_t> pads(2 * static_cast<size_t>(r), 0);
   for (int i = 0; i < pre.rank(); ++i) {
     pads[r - pre.rank() + i] = pre[i];
     pads[2 * r - pre.rank() + i] = post[i];

@@ -166,7 +166,7 @@ Network::~Network() = default;
 Network::Network(Network&&) noexcept = default;
 Network& Network::operator=(Network&&) noexcept = default;
 
-Result<NetworkTensor*> Network::add_input(std::string name, DataType dtype, const Dims& dims) {
+Result<NetworkTensor*> Network::add_input(const std::string& name, DataType dtype, const Dims& dims) {
   if (name.empty()) return invalid_argument("add_input: a network input needs a name");
   for (int64_t d : dims)
     if (d < 0 && d != kDynamicDim)

@@ -1,5 +1,6 @@
 // CPU ElementWise, Where and Cast: oneDNN binary for float32 arithmetic and comparisons, own
 // parallel loops (same-shape, scalar and row/column broadcast fast paths) for everything else.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstring>
@@ -56,20 +57,20 @@ void binary_loop(const Tensor& a, const Tensor& b, Tensor& c, bool fmod) {
 bool run_own_elementwise(const ElementWiseAttrs& attrs, const Tensor& a, const Tensor& b, Tensor& c) {
   bool done = false;
   ref::dispatch_op(attrs.op, [&](auto op) {
-    constexpr ElementWiseOp Op = decltype(op)::value;
+    constexpr ElementWiseOp kOp = decltype(op)::value;
     ew::dispatch_dtype(a.dtype(), [&](auto ta) {
       using A = typename decltype(ta)::type;
-      if constexpr (Op == ElementWiseOp::kPow) {
+      if constexpr (kOp == ElementWiseOp::kPow) {
         ew::dispatch_dtype(b.dtype(), [&](auto tb) {
           using B = typename decltype(tb)::type;
-          if constexpr (ref::op_accepts<Op, compute_t<A>, compute_t<B>>()) {
-            binary_loop<Op, A, B>(a, b, c, attrs.fmod);
+          if constexpr (ref::op_accepts<kOp, compute_t<A>, compute_t<B>>()) {
+            binary_loop<kOp, A, B>(a, b, c, attrs.fmod);
             done = true;
           }
         });
-      } else if constexpr (ref::op_accepts<Op, compute_t<A>>()) {
+      } else if constexpr (ref::op_accepts<kOp, compute_t<A>>()) {
         if (b.dtype() == a.dtype()) {
-          binary_loop<Op, A, A>(a, b, c, attrs.fmod);
+          binary_loop<kOp, A, A>(a, b, c, attrs.fmod);
           done = true;
         }
       }
@@ -261,7 +262,11 @@ __attribute__((target("avx,f16c"))) void f16_to_f32(const uint16_t* src, float* 
 }
 
 bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  // CPUID leaf 1, ECX: bit 28 AVX, bit 29 F16C (clang 14 has no "f16c" for __builtin_cpu_supports)
+  static const bool yes = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx >> 28 & 1) && (ecx >> 29 & 1);
+  }();
   return yes;
 }
 

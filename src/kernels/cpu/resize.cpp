@@ -51,6 +51,7 @@ Status run_tables(KernelContext& ctx, const std::vector<ResizeAxis>& plan) {
   if (y.numel() == 0) return Status::ok();
   const Dims strides = contiguous_strides(x.dims());
   std::vector<AxisTable> tables;
+  tables.reserve(r);
   for (int d = 0; d < r; ++d) tables.push_back(make_table(a, plan[d], strides[d]));
   const float* src = x.data<float>();
   float* dst = y.data<float>();

@@ -260,7 +260,8 @@ class OnednnRnn final : public Kernel {
       y_scratch_;
 };
 
-KernelImpl onednn_impl(const char* name, const char* op, std::function<Cell(const OpCall&)> cell_of, RunFn fallback) {
+KernelImpl onednn_impl(const char* name, const char* op, const std::function<Cell(const OpCall&)>& cell_of,
+                       const RunFn& fallback) {
   return {
       .name = name,
       .op = op,

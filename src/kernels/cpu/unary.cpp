@@ -67,17 +67,17 @@ Status run_loop(KernelContext& ctx) {
   Tensor& y = ctx.dst[0];
   bool done = false;
   ref::dispatch_unary_op(attrs.op, [&](auto op) {
-    constexpr UnaryOp Op = decltype(op)::value;
+    constexpr UnaryOp kOp = decltype(op)::value;
     ew::dispatch_dtype(x.dtype(), [&](auto tx) {
       using T = typename decltype(tx)::type;
       using CT = ew::compute_t<T>;
-      if constexpr (ref::unary_accepts<Op, CT>()) {
-        using R = std::conditional_t<std::is_same_v<decltype(ref::unary<Op>(CT{})), bool>, bool, T>;
+      if constexpr (ref::unary_accepts<kOp, CT>()) {
+        using R = std::conditional_t<std::is_same_v<decltype(ref::unary<kOp>(CT{})), bool>, bool, T>;
         const T* src = x.data<T>();
         R* dst = y.data<R>();
         const bool pos = attrs.detect_positive, neg = attrs.detect_negative;
         ew::for_each_range(x.numel(), [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) dst[i] = ew::store<R>(ref::unary<Op>(ew::load(src[i]), pos, neg));
+          for (int64_t i = begin; i < end; ++i) dst[i] = ew::store<R>(ref::unary<kOp>(ew::load(src[i]), pos, neg));
         });
         done = true;
       }

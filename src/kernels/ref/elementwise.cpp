@@ -27,21 +27,21 @@ Status run_elementwise(KernelContext& ctx) {
   Tensor& c = ctx.dst[0];
   bool done = false;
   ref::dispatch_op(attrs.op, [&](auto op) {
-    constexpr ElementWiseOp Op = decltype(op)::value;
+    constexpr ElementWiseOp kOp = decltype(op)::value;
     ew::dispatch_dtype(a.dtype(), [&](auto ta) {
       using A = typename decltype(ta)::type;
       if constexpr (!ew::is_low_float_v<A>) {
-        if constexpr (Op == ElementWiseOp::kPow) {
+        if constexpr (kOp == ElementWiseOp::kPow) {
           ew::dispatch_dtype(b.dtype(), [&](auto tb) {
             using B = typename decltype(tb)::type;
-            if constexpr (!ew::is_low_float_v<B> && ref::op_accepts<Op, A, B>()) {
-              binary_loop<Op, A, B>(a, b, c, attrs.fmod);
+            if constexpr (!ew::is_low_float_v<B> && ref::op_accepts<kOp, A, B>()) {
+              binary_loop<kOp, A, B>(a, b, c, attrs.fmod);
               done = true;
             }
           });
-        } else if constexpr (ref::op_accepts<Op, A>()) {
+        } else if constexpr (ref::op_accepts<kOp, A>()) {
           if (b.dtype() == a.dtype()) {
-            binary_loop<Op, A, A>(a, b, c, attrs.fmod);
+            binary_loop<kOp, A, A>(a, b, c, attrs.fmod);
             done = true;
           }
         }

@@ -17,7 +17,7 @@ std::vector<int32_t> widen_minus(const Tensor& x, const Tensor& zp, const Dims& 
   std::vector<int32_t> out(static_cast<size_t>(n));
   auto fill = [&](auto* src) {
     if (!zp.defined()) {
-      for (int64_t i = 0; i < n; ++i) out[i] = src[i];
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(src[i]);
       return;
     }
     const BroadcastIndexer at(zp_dims, x.dims());
@@ -114,11 +114,11 @@ void int_conv_plane(const IntConv& p, int64_t nb, int64_t m, int32_t* acc) {
 }
 
 Status requantize_matmul(KernelContext& ctx, const int32_t* acc) {
-  constexpr std::string_view op = "QuantizedMatrixMultiply";
+  constexpr std::string_view kOp = "QuantizedMatrixMultiply";
   Tensor& y = ctx.dst[0];
   const Dims& out = y.dims();
   auto indexer = [&](int i, int operand, bool per_row, const char* name) -> Result<BroadcastIndexer> {
-    KILN_ASSIGN_OR_RETURN(Dims d, row_zero_point_dims(op, name, ctx.src[i].dims(), ctx.src[operand].dims(), per_row));
+    KILN_ASSIGN_OR_RETURN(Dims d, row_zero_point_dims(kOp, name, ctx.src[i].dims(), ctx.src[operand].dims(), per_row));
     return BroadcastIndexer(d, out);
   };
   KILN_ASSIGN_OR_RETURN(BroadcastIndexer as, indexer(1, 0, true, "a_scale"));

@@ -13,14 +13,14 @@ Status run_unary(KernelContext& ctx) {
   const int64_t n = x.numel();
   bool done = false;
   ref::dispatch_unary_op(attrs.op, [&](auto op) {
-    constexpr UnaryOp Op = decltype(op)::value;
+    constexpr UnaryOp kOp = decltype(op)::value;
     ew::dispatch_dtype(x.dtype(), [&](auto tx) {
       using T = typename decltype(tx)::type;
-      if constexpr (!ew::is_low_float_v<T> && ref::unary_accepts<Op, T>()) {
-        using R = decltype(ref::unary<Op>(T{}));
+      if constexpr (!ew::is_low_float_v<T> && ref::unary_accepts<kOp, T>()) {
+        using R = decltype(ref::unary<kOp>(T{}));
         const T* src = x.data<T>();
         R* dst = y.data<R>();
-        for (int64_t i = 0; i < n; ++i) dst[i] = ref::unary<Op>(src[i], attrs.detect_positive, attrs.detect_negative);
+        for (int64_t i = 0; i < n; ++i) dst[i] = ref::unary<kOp>(src[i], attrs.detect_positive, attrs.detect_negative);
         done = true;
       }
     });

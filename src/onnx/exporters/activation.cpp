@@ -47,7 +47,7 @@ Status export_activation(ExportContext& ctx, const Node& node) {
     case ActivationKind::kSilu:  // x * sigmoid(alpha * x)
     case ActivationKind::kGelu:
     case ActivationKind::kScaledTanh: {
-      const std::string x = in[0];
+      const std::string& x = in[0];
       std::string inner = x;
       if (a.kind == ActivationKind::kSilu && a.alpha != 1.f) {
         Tensor s = *Tensor::empty(node.inputs[0]->dtype, {});

@@ -19,7 +19,7 @@ std::string transpose_last(ExportContext& ctx, const Node& node, const std::stri
   std::vector<int64_t> perm(rank);
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[rank - 1], perm[rank - 2]);
-  const std::string out = ctx.fresh_name(node.name + "/" + base);
+  std::string out = ctx.fresh_name(node.name + "/" + base);
   set_attr(ctx.add_node("Transpose", {name}, {out}, node.name + "/" + base), "perm", perm);
   return out;
 }

@@ -22,7 +22,7 @@ Result<Value*> legacy_broadcast(ImportContext& ctx, const OnnxNode& node, Value*
   ShuffleAttrs s;
   s.has_reshape_dims = true;
   s.reshape_dims.assign(static_cast<size_t>(rb), 0);  // 0 copies b's dim
-  s.reshape_dims.resize(static_cast<size_t>(rb + trailing), 1);
+  s.reshape_dims.resize(static_cast<size_t>(rb) + static_cast<size_t>(trailing), 1);
   KILN_ASSIGN_OR_RETURN(Node * n, ctx.add(node, "Shuffle", s, {b}, false, "broadcast_b"));
   return n->outputs[0];
 }

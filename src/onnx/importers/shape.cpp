@@ -31,6 +31,7 @@ Status reshape_from(ImportContext& ctx, const OnnxNode& node, Value* x, const st
   KILN_ASSIGN_OR_RETURN(Node * padded, ctx.add(node, "Concatenation", ConcatenationAttrs{}, {shape->outputs[0], one},
                                                false, "shape_and_one"));
   std::vector<int64_t> idx;
+  idx.reserve(from.size());
   for (int64_t f : from) idx.push_back(f == kLiteralOne ? rank : f);
   KILN_ASSIGN_OR_RETURN(Value * indices, int64_constant(ctx, node, "dims", idx));
   KILN_ASSIGN_OR_RETURN(Node * target,
@@ -226,6 +227,7 @@ KILN_REGISTER_ONNX_IMPORTER(OnnxImporter{
       std::vector<bool> inserted(out_rank, false);
       for (int a : ax) inserted[a] = true;
       std::vector<int64_t> from;
+      from.reserve(out_rank);
       int64_t next = 0;
       for (int i = 0; i < out_rank; ++i) from.push_back(inserted[i] ? kLiteralOne : next++);
       return reshape_from(ctx, node, x, from);

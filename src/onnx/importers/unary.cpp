@@ -6,7 +6,7 @@
 namespace kiln::onnx_import {
 namespace {
 
-Status import_unary(ImportContext& ctx, const OnnxNode& node, UnaryAttrs a) {
+Status import_unary(ImportContext& ctx, const OnnxNode& node, const UnaryAttrs& a) {
   KILN_ASSIGN_OR_RETURN(Value * x, ctx.input(node, 0));
   return ctx.add(node, "Unary", a, {x}).status();
 }

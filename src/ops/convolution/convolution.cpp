@@ -138,33 +138,33 @@ Result<ConvWindow> conv_window(std::string_view op, const std::vector<int64_t>& 
 
 Result<ConvWindow> deconv_window(const std::vector<int64_t>& input, const std::vector<int64_t>& kernel,
                                  const DeconvolutionAttrs& a) {
-  constexpr std::string_view op = "Deconvolution";
+  constexpr std::string_view kOp = "Deconvolution";
   const int rank = static_cast<int>(input.size());
   ConvWindow w;
-  KILN_RETURN_IF_ERROR(check_input(op, input, kernel));
-  KILN_ASSIGN_OR_RETURN(w.kernel, per_axis(op, "kernel_shape", kernel, rank, 1, 1));
-  KILN_ASSIGN_OR_RETURN(w.strides, per_axis(op, "strides", a.strides, rank, 1, 1));
-  KILN_ASSIGN_OR_RETURN(w.dilations, per_axis(op, "dilations", a.dilations, rank, 1, 1));
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> p, per_axis(op, "pads", a.pads, rank, 0, 0, 2));
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> out_pad, per_axis(op, "output_padding", a.output_padding, rank, 0, 0));
+  KILN_RETURN_IF_ERROR(check_input(kOp, input, kernel));
+  KILN_ASSIGN_OR_RETURN(w.kernel, per_axis(kOp, "kernel_shape", kernel, rank, 1, 1));
+  KILN_ASSIGN_OR_RETURN(w.strides, per_axis(kOp, "strides", a.strides, rank, 1, 1));
+  KILN_ASSIGN_OR_RETURN(w.dilations, per_axis(kOp, "dilations", a.dilations, rank, 1, 1));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> p, per_axis(kOp, "pads", a.pads, rank, 0, 0, 2));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> out_pad, per_axis(kOp, "output_padding", a.output_padding, rank, 0, 0));
   for (int i = 0; i < rank; ++i)
     if (out_pad[i] >= std::max(w.strides[i], w.dilations[i]))
-      return invalid_argument(op, " attribute output_padding ", list_string(out_pad), " has ", out_pad[i],
+      return invalid_argument(kOp, " attribute output_padding ", list_string(out_pad), " has ", out_pad[i],
                               " on spatial axis ", i, "; it must be smaller than the stride (", w.strides[i],
                               ") or the dilation (", w.dilations[i], ")");
   std::vector<int64_t> out_shape;
   if (!a.output_shape.empty()) {
     const int n = static_cast<int>(a.output_shape.size());
     if (n != rank && n != rank + 2)
-      return invalid_argument(op, " attribute output_shape ", list_string(a.output_shape), " has ", n,
+      return invalid_argument(kOp, " attribute output_shape ", list_string(a.output_shape), " has ", n,
                               " entries; expected ", rank, " (the spatial sizes) or ", rank + 2, " (the full shape)");
     out_shape.assign(a.output_shape.end() - rank, a.output_shape.end());
     for (int64_t v : out_shape)
       if (v < 0 || v > kMaxWindowValue)
-        return invalid_argument(op, " attribute output_shape ", list_string(a.output_shape), " has the size ", v,
+        return invalid_argument(kOp, " attribute output_shape ", list_string(a.output_shape), " has the size ", v,
                                 "; sizes must be non-negative and reasonably small");
   } else if (a.auto_pad != AutoPad::kNotSet && std::any_of(p.begin(), p.end(), [](int64_t v) { return v != 0; })) {
-    return invalid_argument(op, " attribute pads ", list_string(a.pads),
+    return invalid_argument(kOp, " attribute pads ", list_string(a.pads),
                             " cannot be combined with auto_pad=", enum_name(a.auto_pad),
                             "; leave pads empty or set auto_pad=notset");
   }
@@ -195,7 +195,7 @@ Result<ConvWindow> deconv_window(const std::vector<int64_t>& input, const std::v
     if (a.auto_pad == AutoPad::kValid) w.pads_begin[i] = w.pads_end[i] = 0;
     const int64_t out = full - w.pads_begin[i] - w.pads_end[i];
     if (out < 0)
-      return invalid_argument(op, " pads ", w.pads_begin[i], " + ", w.pads_end[i], " on spatial axis ", i,
+      return invalid_argument(kOp, " pads ", w.pads_begin[i], " + ", w.pads_end[i], " on spatial axis ", i,
                               " are larger than the full output size ", full, " (input ", in, ", stride ", s,
                               ", window extent ", w.extent(i), ")");
     w.output[i] = out;
@@ -255,21 +255,22 @@ OpSchema convolution_schema() {
   s.min_inputs = 2;
   s.max_inputs = 3;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
-    constexpr std::string_view op = "Convolution";
+    constexpr std::string_view kOp = "Convolution";
     const auto& a = ctx.attrs_as<ConvolutionAttrs>();
-    KILN_RETURN_IF_ERROR(check_dtypes(op, ctx));
+    KILN_RETURN_IF_ERROR(check_dtypes(kOp, ctx));
     const Dims& x = ctx.input(0).dims;
     const Dims& w = ctx.input(1).dims;
-    KILN_RETURN_IF_ERROR(check_ranks(op, x, w));
-    KILN_RETURN_IF_ERROR(check_group(op, a.group));
+    KILN_RETURN_IF_ERROR(check_ranks(kOp, x, w));
+    KILN_RETURN_IF_ERROR(check_group(kOp, a.group));
     const int64_t c = x[1], m = w[0], wc = w[1];
     if (m != kDynamicDim && m % a.group != 0)
-      return invalid_argument(op, " w of shape ", w.to_string(), " has ", m,
+      return invalid_argument(kOp, " w of shape ", w.to_string(), " has ", m,
                               " output channels, which is not divisible by group=", a.group);
     if (c != kDynamicDim && wc != kDynamicDim && c != wc * a.group)
-      return invalid_argument(op, " x of shape ", x.to_string(), " has ", c, " channels but w of shape ", w.to_string(),
-                              " with group=", a.group, " expects ", wc, " * ", a.group, " = ", wc * a.group);
-    KILN_RETURN_IF_ERROR(check_bias(op, ctx, m));
+      return invalid_argument(kOp, " x of shape ", x.to_string(), " has ", c, " channels but w of shape ",
+                              w.to_string(), " with group=", a.group, " expects ", wc, " * ", a.group, " = ",
+                              wc * a.group);
+    KILN_RETURN_IF_ERROR(check_bias(kOp, ctx, m));
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
     KILN_ASSIGN_OR_RETURN(Dims out, output_dims(x[0], m, win.output));
     return one_output(ctx.input(0).dtype, out);
@@ -285,22 +286,22 @@ OpSchema deconvolution_schema() {
   s.min_inputs = 2;
   s.max_inputs = 3;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
-    constexpr std::string_view op = "Deconvolution";
+    constexpr std::string_view kOp = "Deconvolution";
     const auto& a = ctx.attrs_as<DeconvolutionAttrs>();
-    KILN_RETURN_IF_ERROR(check_dtypes(op, ctx));
+    KILN_RETURN_IF_ERROR(check_dtypes(kOp, ctx));
     const Dims& x = ctx.input(0).dims;
     const Dims& w = ctx.input(1).dims;
-    KILN_RETURN_IF_ERROR(check_ranks(op, x, w));
-    KILN_RETURN_IF_ERROR(check_group(op, a.group));
+    KILN_RETURN_IF_ERROR(check_ranks(kOp, x, w));
+    KILN_RETURN_IF_ERROR(check_group(kOp, a.group));
     const int64_t c = x[1], wc = w[0];
     if (c != kDynamicDim && wc != kDynamicDim && c != wc)
-      return invalid_argument(op, " x of shape ", x.to_string(), " has ", c, " channels but w of shape ", w.to_string(),
-                              " expects ", wc, " (w is [C, M / group, kernel...])");
+      return invalid_argument(kOp, " x of shape ", x.to_string(), " has ", c, " channels but w of shape ",
+                              w.to_string(), " expects ", wc, " (w is [C, M / group, kernel...])");
     if (wc != kDynamicDim && wc % a.group != 0)
-      return invalid_argument(op, " w of shape ", w.to_string(), " has ", wc,
+      return invalid_argument(kOp, " w of shape ", w.to_string(), " has ", wc,
                               " input channels, which is not divisible by group=", a.group);
     const int64_t m = w[1] == kDynamicDim ? kDynamicDim : w[1] * a.group;
-    KILN_RETURN_IF_ERROR(check_bias(op, ctx, m));
+    KILN_RETURN_IF_ERROR(check_bias(kOp, ctx, m));
     KILN_ASSIGN_OR_RETURN(ConvWindow win, deconvolution_window(a, x, w));
     KILN_ASSIGN_OR_RETURN(Dims out, output_dims(x[0], m, win.output));
     return one_output(ctx.input(0).dtype, out);

@@ -88,18 +88,18 @@ OpSchema quantize_schema() {
   s.min_inputs = 2;
   s.max_inputs = 3;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
-    constexpr std::string_view op = "Quantize";
+    constexpr std::string_view kOp = "Quantize";
     const auto& a = ctx.attrs_as<QuantizeAttrs>();
     const TensorDesc& x = ctx.input(0);
     if (!is_floating(x.dtype) && x.dtype != DataType::kInt32)
-      return invalid_argument(op, " input x has type ", dtype_name(x.dtype), "; expected a float type or int32");
-    KILN_RETURN_IF_ERROR(check_scale(op, ctx, 1, "scale"));
-    KILN_RETURN_IF_ERROR(check_quantized(op, ctx, 2, "zero_point"));
-    KILN_RETURN_IF_ERROR(quant_param_layout(op, "scale", ctx.input(1).dims, x.dims, a.axis).status());
-    KILN_RETURN_IF_ERROR(same_layout(op, ctx, 1, 2));
+      return invalid_argument(kOp, " input x has type ", dtype_name(x.dtype), "; expected a float type or int32");
+    KILN_RETURN_IF_ERROR(check_scale(kOp, ctx, 1, "scale"));
+    KILN_RETURN_IF_ERROR(check_quantized(kOp, ctx, 2, "zero_point"));
+    KILN_RETURN_IF_ERROR(quant_param_layout(kOp, "scale", ctx.input(1).dims, x.dims, a.axis).status());
+    KILN_RETURN_IF_ERROR(same_layout(kOp, ctx, 1, 2));
     const DataType out = ctx.has_input(2) ? ctx.input(2).dtype : a.dtype;
     if (!is_quantized(out))
-      return invalid_argument(op, " attribute dtype is ", dtype_name(out), "; expected int8 or uint8");
+      return invalid_argument(kOp, " attribute dtype is ", dtype_name(out), "; expected int8 or uint8");
     return one_output(out, x.dims);
   };
   return s;
@@ -113,17 +113,17 @@ OpSchema dequantize_schema() {
   s.min_inputs = 2;
   s.max_inputs = 3;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
-    constexpr std::string_view op = "Dequantize";
+    constexpr std::string_view kOp = "Dequantize";
     const auto& a = ctx.attrs_as<QuantizeAttrs>();
     const TensorDesc& x = ctx.input(0);
     if (!is_quantized(x.dtype) && x.dtype != DataType::kInt32)
-      return invalid_argument(op, " input x has type ", dtype_name(x.dtype), "; expected int8, uint8 or int32");
-    KILN_RETURN_IF_ERROR(check_scale(op, ctx, 1, "scale"));
+      return invalid_argument(kOp, " input x has type ", dtype_name(x.dtype), "; expected int8, uint8 or int32");
+    KILN_RETURN_IF_ERROR(check_scale(kOp, ctx, 1, "scale"));
     if (ctx.has_input(2) && ctx.input(2).dtype != x.dtype)
-      return invalid_argument(op, " input zero_point has type ", dtype_name(ctx.input(2).dtype), " but x has ",
+      return invalid_argument(kOp, " input zero_point has type ", dtype_name(ctx.input(2).dtype), " but x has ",
                               dtype_name(x.dtype), "; both must have the same type");
-    KILN_RETURN_IF_ERROR(quant_param_layout(op, "scale", ctx.input(1).dims, x.dims, a.axis).status());
-    KILN_RETURN_IF_ERROR(same_layout(op, ctx, 1, 2));
+    KILN_RETURN_IF_ERROR(quant_param_layout(kOp, "scale", ctx.input(1).dims, x.dims, a.axis).status());
+    KILN_RETURN_IF_ERROR(same_layout(kOp, ctx, 1, 2));
     return one_output(ctx.input(1).dtype, x.dims);
   };
   return s;
@@ -186,19 +186,20 @@ OpSchema quantized_matrix_multiply_schema() {
   s.min_inputs = 8;
   s.max_inputs = 8;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
-    constexpr std::string_view op = "QuantizedMatrixMultiply";
-    KILN_ASSIGN_OR_RETURN(MatmulShape shape, integer_matmul_shape(op, ctx, 0, 3, 2, 5));
-    KILN_RETURN_IF_ERROR(check_quantized(op, ctx, 7, "y_zero_point"));
+    constexpr std::string_view kOp = "QuantizedMatrixMultiply";
+    KILN_ASSIGN_OR_RETURN(MatmulShape shape, integer_matmul_shape(kOp, ctx, 0, 3, 2, 5));
+    KILN_RETURN_IF_ERROR(check_quantized(kOp, ctx, 7, "y_zero_point"));
     for (auto [i, operand, per_row, name] :
          {std::tuple{1, 0, true, "a_scale"}, std::tuple{4, 3, false, "b_scale"}, std::tuple{6, 0, true, "y_scale"}}) {
-      KILN_RETURN_IF_ERROR(check_scale(op, ctx, i, name));
-      KILN_RETURN_IF_ERROR(row_zero_point_dims(op, name, ctx.input(i).dims, ctx.input(operand).dims, per_row).status());
+      KILN_RETURN_IF_ERROR(check_scale(kOp, ctx, i, name));
+      KILN_RETURN_IF_ERROR(
+          row_zero_point_dims(kOp, name, ctx.input(i).dims, ctx.input(operand).dims, per_row).status());
     }
-    KILN_RETURN_IF_ERROR(row_zero_point_dims(op, "y_zero_point", ctx.input(7).dims, ctx.input(0).dims, true).status());
+    KILN_RETURN_IF_ERROR(row_zero_point_dims(kOp, "y_zero_point", ctx.input(7).dims, ctx.input(0).dims, true).status());
     if (ctx.input(0).dims.rank() < 2 || ctx.input(3).dims.rank() < 2)
       for (int i : {1, 4, 6, 7})
         if (!one_element(ctx.input(i).dims))
-          return invalid_argument(op, " with a vector operand needs per-tensor scales and zero points");
+          return invalid_argument(kOp, " with a vector operand needs per-tensor scales and zero points");
     return one_output(ctx.input(7).dtype, shape.out);
   };
   return s;
@@ -248,12 +249,12 @@ OpSchema convolution_integer_schema() {
   s.min_inputs = 2;
   s.max_inputs = 4;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
-    constexpr std::string_view op = "ConvolutionInteger";
+    constexpr std::string_view kOp = "ConvolutionInteger";
     for (auto [zp, operand] : {std::pair{2, 0}, std::pair{3, 1}})
       if (ctx.has_input(zp) && ctx.input(zp).dtype != ctx.input(operand).dtype)
-        return invalid_argument(op, " zero point ", zp, " has type ", dtype_name(ctx.input(zp).dtype),
+        return invalid_argument(kOp, " zero point ", zp, " has type ", dtype_name(ctx.input(zp).dtype),
                                 " but its operand has ", dtype_name(ctx.input(operand).dtype));
-    KILN_ASSIGN_OR_RETURN(Dims out, integer_conv_dims(op, ctx, 1, {3}, {2}));
+    KILN_ASSIGN_OR_RETURN(Dims out, integer_conv_dims(kOp, ctx, 1, {3}, {2}));
     return one_output(DataType::kInt32, out);
   };
   return s;
@@ -267,20 +268,20 @@ OpSchema quantized_convolution_schema() {
   s.min_inputs = 8;
   s.max_inputs = 9;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
-    constexpr std::string_view op = "QuantizedConvolution";
+    constexpr std::string_view kOp = "QuantizedConvolution";
     for (auto [i, name] : {std::pair{1, "x_scale"}, std::pair{4, "w_scale"}, std::pair{6, "y_scale"}})
-      KILN_RETURN_IF_ERROR(check_scale(op, ctx, i, name));
-    KILN_RETURN_IF_ERROR(check_quantized(op, ctx, 7, "y_zero_point"));
+      KILN_RETURN_IF_ERROR(check_scale(kOp, ctx, i, name));
+    KILN_RETURN_IF_ERROR(check_quantized(kOp, ctx, 7, "y_zero_point"));
     for (auto [zp, operand] : {std::pair{2, 0}, std::pair{5, 3}})
       if (ctx.input(zp).dtype != ctx.input(operand).dtype)
-        return invalid_argument(op, " zero point ", zp, " has type ", dtype_name(ctx.input(zp).dtype),
+        return invalid_argument(kOp, " zero point ", zp, " has type ", dtype_name(ctx.input(zp).dtype),
                                 " but its operand has ", dtype_name(ctx.input(operand).dtype));
-    KILN_ASSIGN_OR_RETURN(Dims out, integer_conv_dims(op, ctx, 3, {4, 5}, {1, 2, 6, 7}));
+    KILN_ASSIGN_OR_RETURN(Dims out, integer_conv_dims(kOp, ctx, 3, {4, 5}, {1, 2, 6, 7}));
     if (ctx.has_input(8)) {
       const TensorDesc& b = ctx.input(8);
       if (b.dtype != DataType::kInt32 || b.dims.rank() != 1 ||
           (b.dims[0] != kDynamicDim && out[1] != kDynamicDim && b.dims[0] != out[1]))
-        return invalid_argument(op, " bias b must be int32 of shape [", out[1], "], got ", b.to_string());
+        return invalid_argument(kOp, " bias b must be int32 of shape [", out[1], "], got ", b.to_string());
     }
     return one_output(ctx.input(7).dtype, out);
   };

@@ -153,26 +153,26 @@ OpSchema mel_weight_matrix_schema() {
   s.max_inputs = 5;
   s.value_inputs = {0, 1, 2, 3, 4};
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
-    constexpr std::string_view op = "MelWeightMatrix";
+    constexpr std::string_view kOp = "MelWeightMatrix";
     const char* names[] = {"num_mel_bins", "dft_length", "sample_rate"};
-    for (int i = 0; i < 3; ++i) KILN_RETURN_IF_ERROR(expect_scalar_int(ctx, i, op, names[i]));
+    for (int i = 0; i < 3; ++i) KILN_RETURN_IF_ERROR(expect_scalar_int(ctx, i, kOp, names[i]));
     for (int i : {3, 4})
       if (!is_floating(ctx.input(i).dtype) || ctx.input(i).dims.numel() != 1)
-        return invalid_argument(op, " input ", i == 3 ? "lower_edge_hertz" : "upper_edge_hertz",
+        return invalid_argument(kOp, " input ", i == 3 ? "lower_edge_hertz" : "upper_edge_hertz",
                                 " must be a floating-point scalar, got ", ctx.input(i).to_string());
     const auto& a = ctx.attrs_as<MelWeightMatrixAttrs>();
     if (a.dtype == DataType::kBool || a.dtype == DataType::kFp8E4M3)
-      return invalid_argument(op, " cannot produce ", dtype_name(a.dtype));
+      return invalid_argument(kOp, " cannot produce ", dtype_name(a.dtype));
     const auto bins = scalar_value(ctx, 0), len = scalar_value(ctx, 1), rate = scalar_value(ctx, 2);
-    if (bins && *bins < 1) return invalid_argument(op, " num_mel_bins is ", *bins, "; it must be positive");
-    if (len && *len < 1) return invalid_argument(op, " dft_length is ", *len, "; it must be positive");
-    if (rate && *rate < 1) return invalid_argument(op, " sample_rate is ", *rate, "; it must be positive");
+    if (bins && *bins < 1) return invalid_argument(kOp, " num_mel_bins is ", *bins, "; it must be positive");
+    if (len && *len < 1) return invalid_argument(kOp, " dft_length is ", *len, "; it must be positive");
+    if (rate && *rate < 1) return invalid_argument(kOp, " sample_rate is ", *rate, "; it must be positive");
     const Tensor *lo = ctx.value(3), *hi = ctx.value(4);
     if (lo && hi && rate) {
       const double l = lo->at(0), h = hi->at(0);
       if (!(l >= 0 && l < h && h <= *rate / 2.0 + 1e-6))
-        return invalid_argument(op, " needs 0 <= lower_edge_hertz < upper_edge_hertz <= sample_rate / 2, got ", l, ", ",
-                                h, " and sample rate ", *rate);
+        return invalid_argument(kOp, " needs 0 <= lower_edge_hertz < upper_edge_hertz <= sample_rate / 2, got ", l,
+                                ", ", h, " and sample rate ", *rate);
     }
     return one_output(a.dtype, Dims{len ? *len / 2 + 1 : kDynamicDim, bins ? *bins : kDynamicDim});
   };
