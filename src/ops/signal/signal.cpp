@@ -107,6 +107,12 @@ OpSchema dft_schema() {
     KILN_ASSIGN_OR_RETURN(DftShape shape, dft_shape(x.dims, ctx.attrs_as<DftAttrs>(), len));
     return one_output(x.dtype, shape.out);
   };
+  s.fold_cost = [](const Attrs& attrs, const std::vector<const Tensor*>& in, const std::vector<TensorDesc>& out) {
+    // The reference transform is direct: every output element sums over the input length.
+    if (!in[0]) return output_elements(out);
+    auto shape = dft_shape(in[0]->dims(), static_cast<const DftAttrs&>(attrs), std::nullopt);
+    return output_elements(out) * (shape ? static_cast<double>(std::max<int64_t>(shape->length, 1)) : 1.0);
+  };
   return s;
 }
 
