@@ -270,9 +270,7 @@ double default_fold_cost(const std::vector<const Tensor*>& inputs, const std::ve
   double n = 0;
   for (const Tensor* t : inputs)
     if (t) n += static_cast<double>(t->numel());
-  for (const TensorDesc& d : outputs)
-    if (d.dims.is_static()) n += static_cast<double>(d.dims.numel());
-  return n;
+  return n + output_elements(outputs);
 }
 
 }  // namespace
@@ -311,8 +309,9 @@ FoldOutcome Graph::try_fold(Node* node, const FoldLimits& limits) {
   size_t bytes = 0;
   for (Value* out : node->outputs) {
     if (!out->dims.is_static()) return {};
-    const uint64_t n = static_cast<uint64_t>(out->dims.numel());
-    if (n > limits.max_node_bytes) return {};  // also keeps the product below from overflowing
+    double n = 1;  // in double: huge dims must not overflow
+    for (int64_t d : out->dims) n *= static_cast<double>(d);
+    if (n > static_cast<double>(limits.max_node_bytes)) return {};
     bytes += static_cast<size_t>(n) * dtype_size(out->dtype);
   }
   if (bytes > limits.max_node_bytes) return {};

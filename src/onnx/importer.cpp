@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -37,6 +38,17 @@ std::vector<std::string> ImporterRegistry::op_types() const {
 }
 
 // ---- context ----------------------------------------------------------------------------------
+
+namespace {
+
+// The element count of static dims, in double so that absurd shapes do not overflow.
+double elements(const Dims& dims) {
+  double n = 1;
+  for (int64_t d : dims) n *= static_cast<double>(d);
+  return n;
+}
+
+}  // namespace
 
 Value* ImportContext::lookup(const std::string& onnx_name) const {
   auto it = env_.find(onnx_name);
@@ -83,12 +95,16 @@ Result<Node*> ImportContext::add(const OnnxNode& node, std::string_view op, std:
 }
 
 Status ImportContext::fold(Node* n, const OnnxNode& node) {
+  // Outputs nobody reads are not worth computing.
+  if (!unread_.empty() && std::all_of(n->outputs.begin(), n->outputs.end(),
+                                      [&](Value* v) { return unread_.count(v->name) > 0; }))
+    return Status::ok();
   uint64_t bytes = 0;
   for (Value* out : n->outputs) {
     if (!out->dims.is_static()) return Status::ok();
-    const uint64_t count = static_cast<uint64_t>(out->dims.numel());
-    if (count > limits_.max_node_bytes) return Status::ok();
-    bytes += count * dtype_size(out->dtype);
+    const double count = elements(out->dims);
+    if (count > static_cast<double>(limits_.max_node_bytes)) return Status::ok();
+    bytes += static_cast<uint64_t>(count) * dtype_size(out->dtype);
   }
   if (bytes > limits_.max_node_bytes) return Status::ok();
   for (Value* in : n->inputs)
@@ -444,6 +460,9 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
     for (const auto& in : np.input())
       if (!in.empty()) ++readers[in];
   for (const auto& o : g.output()) readers[o.name()] += int64_t{1} << 40;
+  for (const auto& np : g.node())
+    for (const auto& o : np.output())
+      if (!o.empty() && !readers.count(o)) ctx.set_unread(o);
   auto drop_if_unread = [&](const std::string& name) {
     Value* v = ctx.lookup(name);
     if (!v || !v->known_value || readers[name] > 0) return;
@@ -483,7 +502,7 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
   for (auto& w : ctx.warnings()) out.warnings.push_back(w);
   for (Value* v : graph->values()) {
     if (!v->dims.is_static()) continue;
-    const double bytes = static_cast<double>(v->dims.numel()) * static_cast<double>(dtype_size(v->dtype));
+    const double bytes = elements(v->dims) * static_cast<double>(dtype_size(v->dtype));
     if (bytes > static_cast<double>(options.large_tensor_bytes))
       out.warnings.push_back(str_cat("tensor '", v->name, "' ", v->dims.to_string(), " holds ",
                                      format_bytes(static_cast<uint64_t>(bytes)),

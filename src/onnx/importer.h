@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
@@ -112,6 +113,8 @@ class ImportContext {
   Status fold(Node* n, const OnnxNode& node);
   /// Drops the folded value of `value` (no reader left) and returns its bytes to the budget.
   void release_known_value(Value* value);
+  /// An ONNX value no node and no graph output reads: its producer is not folded.
+  void set_unread(const std::string& onnx_name) { unread_.insert(onnx_name); }
   void warn(std::string message) { warnings_.push_back(std::move(message)); }
   std::vector<std::string>& warnings() { return warnings_; }
 
@@ -120,6 +123,7 @@ class ImportContext {
   TensorSource source_;
   FoldLimits limits_;
   std::unordered_map<std::string, Value*> env_;
+  std::unordered_set<std::string> unread_;
   std::vector<std::string> warnings_;
 };
 

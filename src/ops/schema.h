@@ -102,8 +102,12 @@ std::vector<double> tensor_to_doubles(const Tensor& t);
 /// The element count of the static outputs (fold costs).
 inline double output_elements(const std::vector<TensorDesc>& outs) {
   double n = 0;
-  for (const TensorDesc& d : outs)
-    if (d.dims.is_static()) n += static_cast<double>(d.dims.numel());
+  for (const TensorDesc& d : outs) {
+    if (!d.dims.is_static()) continue;
+    double m = 1;  // in double: huge dims must not overflow
+    for (int64_t x : d.dims) m *= static_cast<double>(x);
+    n += m;
+  }
   return n;
 }
 /// Result of one output with the dtype of input 0 and dims `dims`.
