@@ -53,7 +53,9 @@ Result<uint64_t> parse_size(const std::string& text, const char* flag) {
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
   double scale = 0;
   if (unit.empty() || unit == "b") scale = 1;
-  for (const auto& [names, s] : {std::pair{"k kb kib", 1024.0}, {"m mb mib", 1048576.0}, {"g gb gib", 1073741824.0},
+  for (const auto& [names, s] : {std::pair{"k kb kib", 1024.0},
+                                 {"m mb mib", 1048576.0},
+                                 {"g gb gib", 1073741824.0},
                                  {"t tb tib", 1099511627776.0}}) {
     std::istringstream words(names);
     for (std::string w; words >> w;)

@@ -6,6 +6,7 @@
 
 #include "kiln/logger.h"
 #include "ops/evaluator.h"
+#include "ops/fold_cost.h"
 
 namespace kiln {
 
@@ -263,18 +264,6 @@ void Graph::remove_dead_nodes() {
                nodes_.end());
 }
 
-namespace {
-
-// Default fold cost: one operation per input and output element.
-double default_fold_cost(const std::vector<const Tensor*>& inputs, const std::vector<TensorDesc>& outputs) {
-  double n = 0;
-  for (const Tensor* t : inputs)
-    if (t) n += static_cast<double>(t->numel());
-  return n + output_elements(outputs);
-}
-
-}  // namespace
-
 std::optional<double> Graph::fold_work(const Node& node) const {
   std::vector<const Tensor*> values;
   for (Value* in : node.inputs) {
@@ -283,8 +272,7 @@ std::optional<double> Graph::fold_work(const Node& node) const {
   }
   std::vector<TensorDesc> outs;
   for (Value* out : node.outputs) outs.push_back(out->desc());
-  if (node.schema->fold_cost) return node.schema->fold_cost(*node.attrs, values, outs);
-  return default_fold_cost(values, outs);
+  return fold_cost(*node.schema, *node.attrs, values, outs);
 }
 
 FoldOutcome Graph::try_fold(Node* node, const FoldLimits& limits) {

@@ -96,8 +96,8 @@ Result<Node*> ImportContext::add(const OnnxNode& node, std::string_view op, std:
 
 Status ImportContext::fold(Node* n, const OnnxNode& node) {
   // Outputs nobody reads are not worth computing.
-  if (!unread_.empty() && std::all_of(n->outputs.begin(), n->outputs.end(),
-                                      [&](Value* v) { return unread_.count(v->name) > 0; }))
+  if (!unread_.empty() &&
+      std::all_of(n->outputs.begin(), n->outputs.end(), [&](Value* v) { return unread_.count(v->name) > 0; }))
     return Status::ok();
   uint64_t bytes = 0;
   for (Value* out : n->outputs) {
@@ -362,8 +362,7 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
   for (const auto& imp : model.opset_import()) {
     if (imp.version() < 1 || imp.version() > INT32_MAX)
       return invalid_argument(source, ": the model's opset_import gives version ", imp.version(), " for domain '",
-                              imp.domain().empty() ? "ai.onnx" : imp.domain(), "'; an opset version is 1..",
-                              INT32_MAX);
+                              imp.domain().empty() ? "ai.onnx" : imp.domain(), "'; an opset version is 1..", INT32_MAX);
     out.opsets[imp.domain() == "ai.onnx" ? "" : imp.domain()] = imp.version();
   }
   if (model.opset_import_size() == 0)
@@ -520,8 +519,9 @@ Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& 
     return import_model(bytes, base_dir, source, options);
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory,
-                  str_cat(source, ": the machine ran out of memory while importing the model; lower the import's "
-                                  "memory budget (--max-import-memory) so the model is refused early"));
+                  str_cat(source,
+                          ": the machine ran out of memory while importing the model; lower the import's "
+                          "memory budget (--max-import-memory) so the model is refused early"));
   }
 }
 

@@ -55,7 +55,8 @@ int to_onnx_dtype(DataType d) {
 }
 
 std::string onnx_dtype_name(int64_t t) {
-  if (t >= INT32_MIN && t <= INT32_MAX && TP::DataType_IsValid(static_cast<int>(t))) return TP::DataType_Name(static_cast<TP::DataType>(t));
+  if (t >= INT32_MIN && t <= INT32_MAX && TP::DataType_IsValid(static_cast<int>(t)))
+    return TP::DataType_Name(static_cast<TP::DataType>(t));
   return str_cat("unknown type ", t);
 }
 
@@ -64,10 +65,10 @@ Status MemoryBudget::charge(uint64_t bytes, const std::string& what) {
     used_ += bytes;
     return Status::ok();
   }
-  return Status(StatusCode::kOutOfMemory,
-                str_cat(what, " needs ", format_bytes(bytes), " but the import's memory budget of ", format_bytes(limit_),
-                        " is used up (", format_bytes(used_),
-                        " held); a model you trust may get more with --max-import-memory"));
+  return Status(
+      StatusCode::kOutOfMemory,
+      str_cat(what, " needs ", format_bytes(bytes), " but the import's memory budget of ", format_bytes(limit_),
+              " is used up (", format_bytes(used_), " held); a model you trust may get more with --max-import-memory"));
 }
 
 uint64_t default_memory_budget() {
@@ -341,8 +342,8 @@ Result<Tensor> tensor_from_proto(const TP& proto, const TensorSource& source, co
       for (int64_t first = 0; first < count; first += step) {
         const int64_t m = std::min(step, count - first);
         stage.resize(static_cast<size_t>(m) * esize);
-        KILN_RETURN_IF_ERROR(read_fully(*file, file->offset + static_cast<uint64_t>(first) * esize, stage.data(),
-                                        stage.size(), what));
+        KILN_RETURN_IF_ERROR(
+            read_fully(*file, file->offset + static_cast<uint64_t>(first) * esize, stage.data(), stage.size(), what));
         convert_raw(src_type, stage.data(), first, m, t);
       }
     }

@@ -69,9 +69,6 @@ struct OpSchema {
   bool shape_only = false;
   std::function<std::unique_ptr<Attrs>()> make_attrs;
   InferFn infer;
-  /// Estimated element operations of the reference kernel on these inputs (values may be nullptr when
-  /// unknown), for constant folding's work limit; unset: the inputs' and outputs' element counts.
-  std::function<double(const Attrs&, const std::vector<const Tensor*>&, const std::vector<TensorDesc>&)> fold_cost;
   GradRule grad;
 
   std::string input_name(int i) const;
@@ -99,17 +96,6 @@ Status expect_dtype(const InferContext& ctx, int i, std::initializer_list<DataTy
 /// Reads an integer tensor (int32/int64) known at this time as a vector.
 std::vector<int64_t> tensor_to_int64s(const Tensor& t);
 std::vector<double> tensor_to_doubles(const Tensor& t);
-/// The element count of the static outputs (fold costs).
-inline double output_elements(const std::vector<TensorDesc>& outs) {
-  double n = 0;
-  for (const TensorDesc& d : outs) {
-    if (!d.dims.is_static()) continue;
-    double m = 1;  // in double: huge dims must not overflow
-    for (int64_t x : d.dims) m *= static_cast<double>(x);
-    n += m;
-  }
-  return n;
-}
 /// Result of one output with the dtype of input 0 and dims `dims`.
 inline std::vector<TensorDesc> one_output(DataType dtype, const Dims& dims) { return {TensorDesc{dtype, dims, true}}; }
 

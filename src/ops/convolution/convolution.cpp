@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/fold_cost.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -274,11 +275,6 @@ OpSchema convolution_schema() {
     KILN_ASSIGN_OR_RETURN(Dims out, output_dims(x[0], m, win.output));
     return one_output(ctx.input(0).dtype, out);
   };
-  s.fold_cost = [](const Attrs&, const std::vector<const Tensor*>& in, const std::vector<TensorDesc>& out) {
-    const Tensor* w = in[1];
-    const double per = w && w->dims().rank() && w->dims()[0] > 0 ? static_cast<double>(w->numel()) / w->dims()[0] : 1.0;
-    return (output_elements(out) + (in[0] ? static_cast<double>(in[0]->numel()) : 0.0)) * per;
-  };
   return s;
 }
 
@@ -310,16 +306,25 @@ OpSchema deconvolution_schema() {
     KILN_ASSIGN_OR_RETURN(Dims out, output_dims(x[0], m, win.output));
     return one_output(ctx.input(0).dtype, out);
   };
-  s.fold_cost = [](const Attrs&, const std::vector<const Tensor*>& in, const std::vector<TensorDesc>& out) {
-    const Tensor* w = in[1];
-    const double per = w && w->dims().rank() && w->dims()[0] > 0 ? static_cast<double>(w->numel()) / w->dims()[0] : 1.0;
-    return (output_elements(out) + (in[0] ? static_cast<double>(in[0]->numel()) : 0.0)) * per;
-  };
   return s;
 }
 
 KILN_REGISTER_OP(convolution_schema());
 KILN_REGISTER_OP(deconvolution_schema());
+
+KILN_REGISTER_FOLD_COST("Convolution", [](const Attrs&, const std::vector<const Tensor*>& in,
+                                          const std::vector<TensorDesc>& out) {
+  const Tensor* w = in[1];
+  const double per = w && w->dims().rank() && w->dims()[0] > 0 ? static_cast<double>(w->numel()) / w->dims()[0] : 1.0;
+  return (output_elements(out) + (in[0] ? static_cast<double>(in[0]->numel()) : 0.0)) * per;
+});
+
+KILN_REGISTER_FOLD_COST("Deconvolution", [](const Attrs&, const std::vector<const Tensor*>& in,
+                                            const std::vector<TensorDesc>& out) {
+  const Tensor* w = in[1];
+  const double per = w && w->dims().rank() && w->dims()[0] > 0 ? static_cast<double>(w->numel()) / w->dims()[0] : 1.0;
+  return (output_elements(out) + (in[0] ? static_cast<double>(in[0]->numel()) : 0.0)) * per;
+});
 
 }  // namespace
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/fold_cost.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -68,22 +69,24 @@ OpSchema roi_align_schema() {
     if (a.sampling_ratio < 0) return invalid_argument("RoiAlign sampling_ratio must be >= 0, got ", a.sampling_ratio);
     return one_output(ctx.input(0).dtype, Dims{rois[0], x[1], a.output_height, a.output_width});
   };
-  s.fold_cost = [](const Attrs& attrs, const std::vector<const Tensor*>& in, const std::vector<TensorDesc>& out) {
-    const auto& a = static_cast<const RoiAlignAttrs&>(attrs);
-    if (!in[0] || !in[1] || in[0]->dims().rank() != 4) return output_elements(out);
-    const std::vector<double> rois = tensor_to_doubles(*in[1]);
-    const double per_bin = static_cast<double>(in[0]->dims()[1]) * a.output_height * a.output_width;
-    double work = output_elements(out);
-    for (size_t r = 0; r + 3 < rois.size(); r += 4) {
-      const RoiGrid g = roi_align_grid(a, &rois[r]);
-      work += per_bin * static_cast<double>(g.h) * static_cast<double>(g.w);
-    }
-    return work;
-  };
   return s;
 }
 
 KILN_REGISTER_OP(roi_align_schema());
+
+KILN_REGISTER_FOLD_COST("RoiAlign", [](const Attrs& attrs, const std::vector<const Tensor*>& in,
+                                       const std::vector<TensorDesc>& out) {
+  const auto& a = static_cast<const RoiAlignAttrs&>(attrs);
+  if (!in[0] || !in[1] || in[0]->dims().rank() != 4) return output_elements(out);
+  const std::vector<double> rois = tensor_to_doubles(*in[1]);
+  const double per_bin = static_cast<double>(in[0]->dims()[1]) * a.output_height * a.output_width;
+  double work = output_elements(out);
+  for (size_t r = 0; r + 3 < rois.size(); r += 4) {
+    const RoiGrid g = roi_align_grid(a, &rois[r]);
+    work += per_bin * static_cast<double>(g.h) * static_cast<double>(g.w);
+  }
+  return work;
+});
 
 }  // namespace
 }  // namespace kiln
