@@ -360,7 +360,7 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
   ImportedModel out;
   out.ir_version = model.ir_version();
   for (const auto& imp : model.opset_import()) {
-    if (imp.version() < 1 || imp.version() > INT32_MAX)
+    if (imp.version() < 0 || imp.version() > INT32_MAX)
       return invalid_argument(source, ": the model's opset_import gives version ", imp.version(), " for domain '",
                               imp.domain().empty() ? "ai.onnx" : imp.domain(), "'; an opset version is 1..", INT32_MAX);
     out.opsets[imp.domain() == "ai.onnx" ? "" : imp.domain()] = imp.version();
@@ -464,7 +464,9 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
       if (!o.empty() && !readers.count(o)) ctx.set_unread(o);
   auto drop_if_unread = [&](const std::string& name) {
     Value* v = ctx.lookup(name);
-    if (!v || !v->known_value || readers[name] > 0) return;
+    if (!v || !v->known_value) return;
+    for (const std::string& alias : ctx.names_of(v))
+      if (readers[alias] > 0) return;
     // Only when every kiln reader folded too; otherwise the value is computed at run time.
     for (const Use& u : v->uses)
       for (Value* out : u.node->outputs)

@@ -106,7 +106,12 @@ class ImportContext {
   Status bind_output(const OnnxNode& node, int i, Value* value);
 
   // Used by the importer driver.
-  void bind(const std::string& onnx_name, Value* value) { env_[onnx_name] = value; }
+  void bind(const std::string& onnx_name, Value* value) {
+    env_[onnx_name] = value;
+    names_of_[value].push_back(onnx_name);
+  }
+  /// Every ONNX name bound to `value` (aliases included).
+  const std::vector<std::string>& names_of(Value* value) { return names_of_[value]; }
   Value* lookup(const std::string& onnx_name) const;
   std::string node_name(const OnnxNode& node) const;
   /// Folds the kiln node `n` made for `node` when its inputs are known, within the limits and budget.
@@ -124,6 +129,7 @@ class ImportContext {
   FoldLimits limits_;
   std::unordered_map<std::string, Value*> env_;
   std::unordered_set<std::string> unread_;
+  std::unordered_map<Value*, std::vector<std::string>> names_of_;
   std::vector<std::string> warnings_;
 };
 
