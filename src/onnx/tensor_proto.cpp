@@ -196,8 +196,8 @@ Result<ExternalFile> open_external(const TP& proto, const TensorSource& source, 
                             " bytes)");
   f.length = length.value_or(size - f.offset);
   if (f.length > size - f.offset)
-    return invalid_argument(what, ": external data [", f.offset, ", +", f.length, ") runs past the end of ", shown,
-                            " (", size, " bytes)");
+    return invalid_argument(what, ": external data at offset ", f.offset, " of length ", f.length,
+                            " runs past the end of ", shown, " (", size, " bytes)");
   return f;
 }
 
