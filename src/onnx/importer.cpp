@@ -398,6 +398,7 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
     }
     known.insert(init.name());  // a broken initializer is reported once, not again at each use
     auto t = tensor_from_proto(init, ctx.tensor_source(), str_cat("initializer '", init.name(), "'"));
+    if (!t && t.status().code() == StatusCode::kOutOfMemory) return t.take_status().with_prefix(source);
     if (!t) {
       problems.add(t.status());
       continue;
