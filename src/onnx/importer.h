@@ -24,7 +24,7 @@ struct ImportOptions {
   /// empty: only the model's own folder (after following symlinks).
   std::string external_data_root;
   /// Bytes of initializers, external data and folded constants one import may hold; 0: half of
-  /// physical memory.
+  /// physical memory (or of the address-space cap).
   uint64_t memory_budget = 0;
   /// Estimated element operations one constant fold may take; costlier nodes are left to run time.
   double fold_work_limit = 4e9;

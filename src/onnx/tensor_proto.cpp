@@ -1,6 +1,7 @@
 #include "onnx/tensor_proto.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,8 +74,15 @@ Status MemoryBudget::charge(uint64_t bytes, const std::string& what) {
 
 uint64_t default_memory_budget() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return uint64_t{4} << 30;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2;
+  uint64_t budget = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2
+                                          : uint64_t{4} << 30;
+  // Under an address-space or data cap (ulimit -v / -d), half of that.
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit limit {};
+    if (getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+      budget = std::min<uint64_t>(budget, static_cast<uint64_t>(limit.rlim_cur) / 2);
+  }
+  return budget;
 }
 
 std::string format_bytes(uint64_t bytes) {

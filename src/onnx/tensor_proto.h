@@ -25,7 +25,7 @@ class MemoryBudget {
   uint64_t used_ = 0;
 };
 
-/// Half of the machine's physical memory: the default import budget.
+/// Half of the machine's physical memory (or of the process's address-space cap): the default budget.
 uint64_t default_memory_budget();
 /// "1.5 GiB", "512 KiB".
 std::string format_bytes(uint64_t bytes);
