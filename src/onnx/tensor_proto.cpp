@@ -74,8 +74,8 @@ Status MemoryBudget::charge(uint64_t bytes, const std::string& what) {
 
 uint64_t default_memory_budget() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  uint64_t budget = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2
-                                          : uint64_t{4} << 30;
+  uint64_t budget =
+      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2 : uint64_t{4} << 30;
   // Under an address-space or data cap (ulimit -v / -d), half of that.
   for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
     struct rlimit limit {};
