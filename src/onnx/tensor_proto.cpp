@@ -187,6 +187,10 @@ Result<ExternalFile> open_external(const TP& proto, const TensorSource& source, 
       " (after following symlinks) is outside the model's folder; external data must stay inside it, or inside "
       "the folder given with --external-data-root";
   if (!allowed(*real)) return invalid_argument(what, ": external data location ", shown, escape_hint);
+  // Devices and FIFOs are refused before open (opening some has effects), and again on the descriptor.
+  struct stat pre {};
+  if (stat(real->c_str(), &pre) == 0 && !S_ISREG(pre.st_mode))
+    return invalid_argument(what, ": external data location ", shown, " is not a regular file");
   f.fd = open(real->c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (f.fd < 0)
     return Status(StatusCode::kIoError,
