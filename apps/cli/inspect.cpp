@@ -73,6 +73,7 @@ int run_inspect(const InspectOptions& opt) {
   onnx_import::ImportOptions import_opt;
   import_opt.external_data_root = opt.external_data_root;
   import_opt.fold_work_limit = opt.fold_work_limit;
+  import_opt.fold_work_total = opt.fold_work_total;
   if (!opt.max_import_memory.empty()) {
     auto v = parse_size(opt.max_import_memory, "--max-import-memory");
     if (!v) return fail(v.status());

@@ -13,6 +13,7 @@ struct InspectOptions {
   std::string max_import_memory;
   std::string large_tensor_warning;
   double fold_work_limit = 4e9;
+  double fold_work_total = 4e10;
 };
 
 int run_inspect(const InspectOptions& options);

@@ -32,6 +32,8 @@ int run(int argc, char** argv) {
                       "bytes the import may hold in weights and folded constants, e.g. 8GiB (default: half of RAM)");
   inspect->add_option("--fold-work-limit", inspect_opt.fold_work_limit,
                       "element operations one constant fold may take; costlier nodes run at run time (default 4e9)");
+  inspect->add_option("--fold-work-total", inspect_opt.fold_work_total,
+                      "element operations all constant folds of the import may take together (default 4e10)");
   inspect->add_option("--large-tensor-warning", inspect_opt.large_tensor_warning,
                       "warn about tensors larger than this, e.g. 2GiB (the default)");
   CLI11_PARSE(app, argc, argv);

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "kiln/logger.h"
 #include "onnx/tensor_proto.h"
 
 namespace kiln::onnx_import {
@@ -109,12 +110,21 @@ Status ImportContext::fold(Node* n, const OnnxNode& node) {
   if (bytes > limits_.max_node_bytes) return Status::ok();
   for (Value* in : n->inputs)
     if (in && !in->value() && !(n->schema->shape_only && in->dims.is_static())) return Status::ok();
+  const std::optional<double> work = graph_.fold_work(*n);
+  if (work && *work <= limits_.max_work && *work > work_left_) {
+    if (!work_spent_logged_)
+      log_verbose("constant folding's work budget for this import is spent; '", n->name,
+                  "' and later nodes are left to run time (--fold-work-total raises it)");
+    work_spent_logged_ = true;
+    return Status::ok();
+  }
   if (source_.budget) {
     Status s = source_.budget->charge(bytes, "its folded value");
     if (!s.is_ok()) return Status(s.code(), s.message()).with_node(node.context());
   }
   FoldOutcome outcome = graph_.try_fold(n, limits_);
   if (!outcome.folded && source_.budget) source_.budget->release(bytes);
+  if (outcome.folded && work) work_left_ -= *work;
   // Constant inputs that make the op fail (an index out of range) fail the same way at run time.
   if (outcome.failure.code() == StatusCode::kInvalidArgument)
     return node.error("its constant inputs are invalid: ", outcome.failure.message());
@@ -383,7 +393,7 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
   FoldLimits limits;
   limits.max_node_bytes = options.fold_node_bytes;
   limits.max_work = options.fold_work_limit;
-  ImportContext ctx(*graph, tensor_source, limits);
+  ImportContext ctx(*graph, tensor_source, limits, options.fold_work_total);
   std::set<std::string> known, initializer_names;
   Problems problems;
 

@@ -28,6 +28,9 @@ struct ImportOptions {
   uint64_t memory_budget = 0;
   /// Estimated element operations one constant fold may take; costlier nodes are left to run time.
   double fold_work_limit = 4e9;
+  /// Estimated element operations all constant folds of one import may take together; once spent,
+  /// the remaining nodes are left to run time.
+  double fold_work_total = 4e10;
   /// Bytes one folded node may produce.
   uint64_t fold_node_bytes = uint64_t{1} << 24;
   /// A warning names every tensor of the graph larger than this.
@@ -79,8 +82,8 @@ class ImporterRegistry {
 /// What an importer works with: the graph being built and the map from ONNX names to values.
 class ImportContext {
  public:
-  ImportContext(Graph& graph, TensorSource source, FoldLimits limits = {})
-      : graph_(graph), source_(std::move(source)), limits_(limits) {}
+  ImportContext(Graph& graph, TensorSource source, FoldLimits limits = {}, double fold_work_total = 4e10)
+      : graph_(graph), source_(std::move(source)), limits_(limits), work_left_(fold_work_total) {}
 
   Graph& graph() { return graph_; }
   const std::string& base_dir() const { return source_.base_dir; }
@@ -127,6 +130,8 @@ class ImportContext {
   Graph& graph_;
   TensorSource source_;
   FoldLimits limits_;
+  double work_left_;
+  bool work_spent_logged_ = false;
   std::unordered_map<std::string, Value*> env_;
   std::unordered_set<std::string> unread_;
   std::unordered_map<Value*, std::vector<std::string>> names_of_;

@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // above them, so an input that gets past them is a finding.
   kiln::onnx_import::ImportOptions options;
   options.memory_budget = uint64_t{256} << 20;
-  options.fold_work_limit = 1e8;
+  options.fold_work_limit = 1e7;
+  options.fold_work_total = 1e8;
   options.large_tensor_bytes = UINT64_MAX;
   auto model = kiln::onnx_import::import_bytes(bytes, "/nonexistent-fuzz-dir", "fuzz-input", options);
   if (model) (void)model->graph->verify();

@@ -106,6 +106,14 @@ graph { name: "g" initializer { name: "n" data_type: 7 dims: 2 int64_data: [2048
   node { input: "c" input: "c" output: "y" op_type: "MatMul" name: "m3" }
   $y_output }
 EOT
+# 200 MatMuls, each under the per-node limit: the import's total fold work bounds them.
+{
+  echo 'ir_version: 8 opset_import { domain: "" version: 13 } graph { name: "g"'
+  echo '  initializer { name: "n" data_type: 7 dims: 2 int64_data: [512, 512] }'
+  echo '  node { input: "n" output: "m0" op_type: "ConstantOfShape" name: "a" }'
+  for i in $(seq 1 200); do echo "  node { input: \"m$((i - 1))\" input: \"m$((i - 1))\" output: \"m$i\" op_type: \"MatMul\" name: \"mm$i\" }"; done
+  echo '  node { input: "m200" output: "y" op_type: "Relu" name: "r" } output { name: "y" type { tensor_type { elem_type: 1 } } } }'
+} | enc matmul_many.onnx
 roi_align() {
   enc "$1" <<EOT
 ir_version: 8 opset_import { domain: "" version: 16 }
