@@ -1,5 +1,6 @@
 // CPU ElementWise, Where and Cast: oneDNN binary for float32 arithmetic and comparisons, own
 // parallel loops (same-shape, scalar and row/column broadcast fast paths) for everything else.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstring>
@@ -261,7 +262,11 @@ __attribute__((target("avx,f16c"))) void f16_to_f32(const uint16_t* src, float* 
 }
 
 bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  // F16C is CPUID leaf 1, ecx bit 29 (clang 14's __builtin_cpu_supports has no "f16c").
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+  }();
   return yes;
 }
 
