@@ -34,7 +34,8 @@ fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz -j $(JOBS)
 	@mkdir -p build-fuzz/corpus
-	build-fuzz/bin/kiln_fuzz_onnx_import build-fuzz/corpus tests/fuzz/seeds -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1
+	build-fuzz/bin/kiln_fuzz_onnx_import build-fuzz/corpus tests/fuzz/seeds -max_total_time=$(FUZZ_SECONDS) \
+	  -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1
 
 fuzz-smoke:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=60

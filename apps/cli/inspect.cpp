@@ -1,5 +1,7 @@
 #include "inspect.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -37,11 +39,52 @@ int inspect_engine(const InspectOptions& opt) {
   return 0;
 }
 
+// "8GiB", "512 MiB", "1.5G", "4096" (bytes).
+Result<uint64_t> parse_size(const std::string& text, const char* flag) {
+  size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string unit = text.substr(end);
+  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  double scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  for (const auto& [names, s] : {std::pair{"k kb kib", 1024.0},
+                                 {"m mb mib", 1048576.0},
+                                 {"g gb gib", 1073741824.0},
+                                 {"t tb tib", 1099511627776.0}}) {
+    std::istringstream words(names);
+    for (std::string w; words >> w;)
+      if (unit == w) scale = s;
+  }
+  if (end == 0 || scale == 0 || !(v > 0) || v * scale > 1.8e19)
+    return invalid_argument(flag, " '", text, "' is not a size; give bytes or a number with KiB, MiB, GiB or TiB");
+  return static_cast<uint64_t>(v * scale);
+}
+
 }  // namespace
 
 int run_inspect(const InspectOptions& opt) {
   if (looks_like_engine(opt.path)) return inspect_engine(opt);
-  auto model = onnx_import::import_file(opt.path);
+  onnx_import::ImportOptions import_opt;
+  import_opt.external_data_root = opt.external_data_root;
+  import_opt.fold_work_limit = opt.fold_work_limit;
+  import_opt.fold_work_total = opt.fold_work_total;
+  if (!opt.max_import_memory.empty()) {
+    auto v = parse_size(opt.max_import_memory, "--max-import-memory");
+    if (!v) return fail(v.status());
+    import_opt.memory_budget = *v;
+  }
+  if (!opt.large_tensor_warning.empty()) {
+    auto v = parse_size(opt.large_tensor_warning, "--large-tensor-warning");
+    if (!v) return fail(v.status());
+    import_opt.large_tensor_bytes = *v;
+  }
+  auto model = onnx_import::import_file(opt.path, import_opt);
   if (!model) return fail(model.status());
   const Graph& g = *model->graph;
   std::printf("model %s\n  ir_version %lld, opsets:", opt.path.c_str(), static_cast<long long>(model->ir_version));

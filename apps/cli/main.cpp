@@ -1,13 +1,16 @@
 // The `kiln` command.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <new>
 
 #include "doctor.h"
 #include "inspect.h"
 #include "kiln/logger.h"
 #include "kiln/version.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"kiln: a deep-learning system for NVIDIA GPUs (primitives, optimizer and runtime, studio, modules)"};
   app.require_subcommand(0, 1);
   bool show_version = false, verbose_log = false;
@@ -23,6 +26,16 @@ int main(int argc, char** argv) {
   inspect->add_option("file", inspect_opt.path, "an .onnx model or a kiln engine")->required();
   inspect->add_flag("--graph", inspect_opt.show_graph, "print the imported graph");
   inspect->add_flag("--build", inspect_opt.build, "build a CPU engine and list each node's kernel");
+  inspect->add_option("--external-data-root", inspect_opt.external_data_root,
+                      "a folder external data may also resolve into (default: only the model's folder)");
+  inspect->add_option("--max-import-memory", inspect_opt.max_import_memory,
+                      "bytes the import may hold in weights and folded constants, e.g. 8GiB (default: half of RAM)");
+  inspect->add_option("--fold-work-limit", inspect_opt.fold_work_limit,
+                      "element operations one constant fold may take; costlier nodes run at run time (default 4e9)");
+  inspect->add_option("--fold-work-total", inspect_opt.fold_work_total,
+                      "element operations all constant folds of the import may take together (default 4e10)");
+  inspect->add_option("--large-tensor-warning", inspect_opt.large_tensor_warning,
+                      "warn about tensors larger than this, e.g. 2GiB (the default)");
   CLI11_PARSE(app, argc, argv);
   if (verbose_log) kiln::Logger::global().set_level(kiln::Severity::kVerbose);
   if (inspect->parsed()) return kiln::cli::run_inspect(inspect_opt);
@@ -33,4 +46,15 @@ int main(int argc, char** argv) {
   if (doctor->parsed()) return kiln::cli::run_doctor(doctor_opt);
   std::fputs(app.help().c_str(), stdout);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fputs("kiln: error: out of memory; the model or engine needs more memory than this machine gives\n", stderr);
+    return 1;
+  }
 }

@@ -59,7 +59,10 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
   header.device = options.backend == Backend::kCuda ? "cuda" : "cpu";
   for (auto& f : build_flags()) header.build_flags += (header.build_flags.empty() ? "" : " ") + f;
   header.extra["backend"] = std::string(backend_name(options.backend));
-  return write_engine_container(header, {{"graph", serialize_graph(graph)}, {"plan", plan.dump()}});
+  std::map<std::string, std::string> sections;
+  sections["graph"] = serialize_graph(graph);
+  sections["plan"] = plan.dump();
+  return write_engine_container(header, sections);
 }
 
 Result<std::string> build_engine(const Network& network, const BuildOptions& options, BuildReport* report) {

@@ -25,11 +25,12 @@ bool get_u64(std::string_view in, size_t& pos, uint64_t& v) {
 }  // namespace
 
 std::string write_engine_container(const EngineHeader& header, const std::map<std::string, std::string>& sections) {
-  std::string payload;
+  // Written in one buffer sized up front: weights are copied once, not once per step.
+  uint64_t payload_size = 0;
   nlohmann::json index = nlohmann::json::object();
   for (auto& [name, bytes] : sections) {
-    index[name] = {{"offset", payload.size()}, {"bytes", bytes.size()}};
-    payload += bytes;
+    index[name] = {{"offset", payload_size}, {"bytes", bytes.size()}};
+    payload_size += bytes.size();
   }
   nlohmann::json h = {{"format_version", header.format_version},
                       {"kiln_version", header.kiln_version},
@@ -39,12 +40,15 @@ std::string write_engine_container(const EngineHeader& header, const std::map<st
                       {"extra", header.extra},
                       {"sections", index}};
   const std::string htext = h.dump();
-  std::string out(kMagic, 8);
+  std::string out;
+  out.reserve(8 + 8 + htext.size() + 8 + payload_size + 8);
+  out.append(kMagic, 8);
   put_u64(out, htext.size());
   out += htext;
-  put_u64(out, payload.size());
-  out += payload;
-  put_u64(out, fnv1a(payload));
+  put_u64(out, payload_size);
+  const size_t payload_at = out.size();
+  for (auto& [name, bytes] : sections) out += bytes;
+  put_u64(out, fnv1a(std::string_view(out).substr(payload_at)));
   return out;
 }
 

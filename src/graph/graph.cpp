@@ -6,6 +6,7 @@
 
 #include "kiln/logger.h"
 #include "ops/evaluator.h"
+#include "ops/fold_cost.h"
 
 namespace kiln {
 
@@ -25,6 +26,8 @@ Value* Graph::new_value(std::string name) {
   auto v = std::make_unique<Value>();
   v->id = next_value_id_++;
   v->name = std::move(name);
+  value_by_name_.emplace(v->name, v.get());
+  owned_.insert(v.get());
   values_.push_back(std::move(v));
   return values_.back().get();
 }
@@ -79,8 +82,7 @@ Result<Node*> Graph::add_node(std::string_view op, std::string name, std::unique
   for (size_t i = 0; i < inputs.size(); ++i) {
     Value* in = inputs[i];
     if (!in) continue;
-    const bool owned = std::any_of(values_.begin(), values_.end(), [&](auto& v) { return v.get() == in; });
-    if (!owned) return invalid_argument("input ", i, " is not a value of this graph").with_node(ctx);
+    if (!owned_.count(in)) return invalid_argument("input ", i, " is not a value of this graph").with_node(ctx);
   }
   auto node = std::make_unique<Node>();
   node->id = next_node_id_;
@@ -105,6 +107,7 @@ Result<Node*> Graph::add_node(std::string_view op, std::string name, std::unique
   ++next_node_id_;
   for (size_t i = 0; i < node->inputs.size(); ++i)
     if (node->inputs[i]) node->inputs[i]->uses.push_back({node.get(), static_cast<int>(i)});
+  node_by_name_.emplace(node->name, node.get());
   nodes_.push_back(std::move(node));
   return nodes_.back().get();
 }
@@ -128,15 +131,42 @@ std::vector<Value*> Graph::values() const {
 }
 
 Value* Graph::find_value(std::string_view name) const {
-  for (auto& v : values_)
-    if (v->name == name) return v.get();
-  return nullptr;
+  auto it = value_by_name_.find(std::string(name));
+  return it == value_by_name_.end() ? nullptr : it->second;
 }
 
 Node* Graph::find_node(std::string_view name) const {
-  for (auto& n : nodes_)
-    if (n->name == name) return n.get();
-  return nullptr;
+  auto it = node_by_name_.find(std::string(name));
+  return it == node_by_name_.end() ? nullptr : it->second;
+}
+
+Status Graph::rename_value(Value* value, std::string name) {
+  if (value->name == name) return Status::ok();
+  if (find_value(name)) return invalid_argument("value '", value->name, "' cannot be renamed '", name, "': taken");
+  if (auto it = value_by_name_.find(value->name); it != value_by_name_.end() && it->second == value)
+    value_by_name_.erase(it);
+  value->name = std::move(name);
+  value_by_name_.emplace(value->name, value);
+  return Status::ok();
+}
+
+Status Graph::rename_node(Node* node, std::string name) {
+  if (node->name == name) return Status::ok();
+  if (find_node(name)) return invalid_argument("node '", node->name, "' cannot be renamed '", name, "': taken");
+  if (auto it = node_by_name_.find(node->name); it != node_by_name_.end() && it->second == node)
+    node_by_name_.erase(it);
+  node->name = std::move(name);
+  node_by_name_.emplace(node->name, node);
+  return Status::ok();
+}
+
+void Graph::forget_value(Value* v) {
+  if (auto it = value_by_name_.find(v->name); it != value_by_name_.end() && it->second == v) value_by_name_.erase(it);
+  owned_.erase(v);
+}
+
+void Graph::forget_node(Node* n) {
+  if (auto it = node_by_name_.find(n->name); it != node_by_name_.end() && it->second == n) node_by_name_.erase(it);
 }
 
 Result<std::vector<Node*>> Graph::topological_order() const {
@@ -189,6 +219,8 @@ Status Graph::remove_node(Node* node) {
     uses.erase(std::remove_if(uses.begin(), uses.end(), [&](const Use& u) { return u.node == node; }), uses.end());
   }
   std::set<Value*> dead(node->outputs.begin(), node->outputs.end());
+  for (Value* v : dead) forget_value(v);
+  forget_node(node);
   values_.erase(std::remove_if(values_.begin(), values_.end(), [&](auto& v) { return dead.count(v.get()) > 0; }),
                 values_.end());
   nodes_.erase(std::remove_if(nodes_.begin(), nodes_.end(), [&](auto& n) { return n.get() == node; }), nodes_.end());
@@ -196,31 +228,58 @@ Status Graph::remove_node(Node* node) {
 }
 
 void Graph::remove_dead_nodes() {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
-      Node* n = it->get();
-      const bool live = std::any_of(n->outputs.begin(), n->outputs.end(), [&](Value* v) {
-        return !v->uses.empty() || std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
-      });
-      if (!live && remove_node(n).is_ok()) {
-        changed = true;
-        break;
-      }
+  // Live: the producers the graph outputs reach; everything else goes in one sweep.
+  std::unordered_set<const Node*> live;
+  std::vector<Node*> stack;
+  for (Value* out : outputs_)
+    if (out->producer && live.insert(out->producer).second) stack.push_back(out->producer);
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (Value* in : n->inputs)
+      if (in && in->producer && live.insert(in->producer).second) stack.push_back(in->producer);
+  }
+  std::unordered_set<const Node*> dead_nodes;
+  std::unordered_set<const Value*> dead_values;
+  for (auto& n : nodes_) {
+    if (live.count(n.get())) continue;
+    dead_nodes.insert(n.get());
+    for (Value* out : n->outputs) dead_values.insert(out);
+  }
+  if (!dead_nodes.empty()) {
+    for (auto& v : values_) {
+      auto& uses = v->uses;
+      uses.erase(std::remove_if(uses.begin(), uses.end(), [&](const Use& u) { return dead_nodes.count(u.node) > 0; }),
+                 uses.end());
     }
   }
-  values_.erase(std::remove_if(values_.begin(), values_.end(),
-                               [&](auto& v) {
-                                 return v->is_constant() && v->uses.empty() &&
-                                        std::find(outputs_.begin(), outputs_.end(), v.get()) == outputs_.end();
-                               }),
+  const std::unordered_set<const Value*> outputs(outputs_.begin(), outputs_.end());
+  for (auto& v : values_)
+    if (v->is_constant() && v->uses.empty() && !outputs.count(v.get())) dead_values.insert(v.get());
+  for (auto& v : values_)
+    if (dead_values.count(v.get())) forget_value(v.get());
+  for (auto& n : nodes_)
+    if (dead_nodes.count(n.get())) forget_node(n.get());
+  values_.erase(std::remove_if(values_.begin(), values_.end(), [&](auto& v) { return dead_values.count(v.get()) > 0; }),
                 values_.end());
+  nodes_.erase(std::remove_if(nodes_.begin(), nodes_.end(), [&](auto& n) { return dead_nodes.count(n.get()) > 0; }),
+               nodes_.end());
 }
 
-bool Graph::try_fold(Node* node, size_t max_bytes) {
+std::optional<double> Graph::fold_work(const Node& node) const {
+  std::vector<const Tensor*> values;
+  for (Value* in : node.inputs) {
+    if (in && !in->value() && !node.schema->shape_only) return std::nullopt;
+    values.push_back(in ? in->value() : nullptr);
+  }
+  std::vector<TensorDesc> outs;
+  for (Value* out : node.outputs) outs.push_back(out->desc());
+  return fold_cost(*node.schema, *node.attrs, values, outs);
+}
+
+FoldOutcome Graph::try_fold(Node* node, const FoldLimits& limits) {
   const ReferenceEvaluator* eval = reference_evaluator();
-  if (!eval) return false;
+  if (!eval) return {};
   std::vector<Tensor> inputs;
   for (Value* in : node->inputs) {
     if (!in) {
@@ -234,26 +293,34 @@ bool Graph::try_fold(Node* node, size_t max_bytes) {
       static char unread;  // a shape-only op reads the dims, never the data
       inputs.push_back(Tensor::view(&unread, in->dtype, in->dims));
     } else {
-      return false;
+      return {};
     }
   }
   size_t bytes = 0;
   for (Value* out : node->outputs) {
-    if (!out->dims.is_static()) return false;
-    bytes += static_cast<size_t>(out->dims.numel()) * dtype_size(out->dtype);
+    if (!out->dims.is_static()) return {};
+    double n = 1;  // in double: huge dims must not overflow
+    for (int64_t d : out->dims) n *= static_cast<double>(d);
+    if (n > static_cast<double>(limits.max_node_bytes)) return {};
+    bytes += static_cast<size_t>(n) * dtype_size(out->dtype);
   }
-  if (bytes > max_bytes) return false;
+  if (bytes > limits.max_node_bytes) return {};
+  if (auto work = fold_work(*node); !work || *work > limits.max_work) {
+    log_verbose("not folding '", node->name, "' (", node->op(), "): its estimated work ", work ? *work : -1.0,
+                " is above the fold limit ", limits.max_work);
+    return {};
+  }
   auto outs = (*eval)(*node->schema, *node->attrs, std::move(inputs));
   if (!outs) {
     log_verbose("constant folding of '", node->name, "' failed: ", outs.status().message());
-    return false;
+    return {false, outs.take_status()};
   }
-  if (outs->size() != node->outputs.size()) return false;
+  if (outs->size() != node->outputs.size()) return {};
   for (size_t i = 0; i < outs->size(); ++i) {
-    if ((*outs)[i].dims() != node->outputs[i]->dims || (*outs)[i].dtype() != node->outputs[i]->dtype) return false;
+    if ((*outs)[i].dims() != node->outputs[i]->dims || (*outs)[i].dtype() != node->outputs[i]->dtype) return {};
   }
   for (size_t i = 0; i < outs->size(); ++i) node->outputs[i]->known_value = std::move((*outs)[i]);
-  return true;
+  return {true, Status::ok()};
 }
 
 Status Graph::fold_known_values() {
@@ -265,7 +332,7 @@ Status Graph::fold_known_values() {
   for (Node* n : folded) {
     for (Value* out : n->outputs) {
       const std::string name = out->name;
-      out->name = name + "/folded-away";
+      KILN_RETURN_IF_ERROR(rename_value(out, name + "/folded-away"));
       KILN_ASSIGN_OR_RETURN(Value * c, add_constant(name, *out->known_value));
       c->dim_names = out->dim_names;
       c->type = out->type;

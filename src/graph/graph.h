@@ -4,6 +4,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/neural_type.h"
@@ -59,6 +61,20 @@ class Node {
   NodeContext context() const { return {id, name, schema ? schema->name : ""}; }
 };
 
+/// Limits on constant folding: the bytes one node may produce and the work (element operations,
+/// from the op's fold_cost) one fold may take.
+struct FoldLimits {
+  size_t max_node_bytes = size_t{1} << 24;
+  double max_work = 4e9;
+};
+
+/// What try_fold did: folded, or left the node to run time with a reason (logged at verbose);
+/// `failure` holds the evaluator's error when the computation itself failed.
+struct FoldOutcome {
+  bool folded = false;
+  Status failure;
+};
+
 class Graph {
  public:
   Graph() = default;
@@ -83,6 +99,9 @@ class Graph {
   std::vector<Value*> values() const;
   Value* find_value(std::string_view name) const;
   Node* find_node(std::string_view name) const;
+  /// Renames a value or node (the name must be free); keeps the name index current.
+  Status rename_value(Value* value, std::string name);
+  Status rename_node(Node* node, std::string name);
 
   /// Nodes ordered so each comes after its producers, or an error naming a node on a cycle.
   Result<std::vector<Node*>> topological_order() const;
@@ -92,9 +111,11 @@ class Graph {
   Status remove_node(Node* node);
   /// Drops nodes and constants nothing reaches the outputs through.
   void remove_dead_nodes();
-  /// Computes the outputs of `node` with the reference evaluator when every input value is known and
-  /// the outputs are small; sets their known_value. Returns whether it folded.
-  bool try_fold(Node* node, size_t max_bytes = size_t{1} << 24);
+  /// Computes the outputs of `node` with the reference evaluator when every input value is known, the
+  /// outputs are small and the work is within `limits`; sets their known_value.
+  FoldOutcome try_fold(Node* node, const FoldLimits& limits = {});
+  /// The estimated work of folding `node` now (its op's fold_cost), or nullopt when an input is unknown.
+  std::optional<double> fold_work(const Node& node) const;
   /// Replaces every node whose outputs all have known values with constants of the same names.
   Status fold_known_values();
 
@@ -108,11 +129,16 @@ class Graph {
 
  private:
   Value* new_value(std::string name);
+  void forget_value(Value* value);
+  void forget_node(Node* node);
   Result<std::vector<TensorDesc>> infer_node(const Node& node) const;
 
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Value*> inputs_, outputs_;
+  std::unordered_map<std::string, Value*> value_by_name_;
+  std::unordered_map<std::string, Node*> node_by_name_;
+  std::unordered_set<const Value*> owned_;
   int next_value_id_ = 0, next_node_id_ = 0;
 };
 

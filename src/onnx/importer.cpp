@@ -3,11 +3,14 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
+#include "kiln/logger.h"
 #include "onnx/tensor_proto.h"
 
 namespace kiln::onnx_import {
@@ -36,6 +39,17 @@ std::vector<std::string> ImporterRegistry::op_types() const {
 }
 
 // ---- context ----------------------------------------------------------------------------------
+
+namespace {
+
+// The element count of static dims, in double so that absurd shapes do not overflow.
+double elements(const Dims& dims) {
+  double n = 1;
+  for (int64_t d : dims) n *= static_cast<double>(d);
+  return n;
+}
+
+}  // namespace
 
 Value* ImportContext::lookup(const std::string& onnx_name) const {
   auto it = env_.find(onnx_name);
@@ -77,8 +91,50 @@ Result<Node*> ImportContext::add(const OnnxNode& node, std::string_view op, std:
     for (int i = 0; i < node.num_outputs() && i < static_cast<int>((*added)->outputs.size()); ++i)
       if (node.has_output(i)) bind(node.proto().output(i), (*added)->outputs[i]);
   // Nodes whose inputs are all known are computed now, so later shapes can depend on their values.
-  graph_.try_fold(*added);
+  KILN_RETURN_IF_ERROR(fold(*added, node));
   return added;
+}
+
+Status ImportContext::fold(Node* n, const OnnxNode& node) {
+  // Outputs nobody reads are not worth computing.
+  if (!unread_.empty() &&
+      std::all_of(n->outputs.begin(), n->outputs.end(), [&](Value* v) { return unread_.count(v->name) > 0; }))
+    return Status::ok();
+  uint64_t bytes = 0;
+  for (Value* out : n->outputs) {
+    if (!out->dims.is_static()) return Status::ok();
+    const double count = elements(out->dims);
+    if (count > static_cast<double>(limits_.max_node_bytes)) return Status::ok();
+    bytes += static_cast<uint64_t>(count) * dtype_size(out->dtype);
+  }
+  if (bytes > limits_.max_node_bytes) return Status::ok();
+  for (Value* in : n->inputs)
+    if (in && !in->value() && !(n->schema->shape_only && in->dims.is_static())) return Status::ok();
+  const std::optional<double> work = graph_.fold_work(*n);
+  if (work && *work <= limits_.max_work && *work > work_left_) {
+    if (!work_spent_logged_)
+      log_verbose("constant folding's work budget for this import is spent; '", n->name,
+                  "' and later nodes are left to run time (--fold-work-total raises it)");
+    work_spent_logged_ = true;
+    return Status::ok();
+  }
+  if (source_.budget) {
+    Status s = source_.budget->charge(bytes, "its folded value");
+    if (!s.is_ok()) return Status(s.code(), s.message()).with_node(node.context());
+  }
+  FoldOutcome outcome = graph_.try_fold(n, limits_);
+  if (!outcome.folded && source_.budget) source_.budget->release(bytes);
+  if (outcome.folded && work) work_left_ -= *work;
+  // Constant inputs that make the op fail (an index out of range) fail the same way at run time.
+  if (outcome.failure.code() == StatusCode::kInvalidArgument)
+    return node.error("its constant inputs are invalid: ", outcome.failure.message());
+  return Status::ok();
+}
+
+void ImportContext::release_known_value(Value* value) {
+  if (!value->known_value) return;
+  if (source_.budget) source_.budget->release(value->known_value->nbytes());
+  value->known_value.reset();
 }
 
 Result<Value*> ImportContext::add_constant(const OnnxNode& node, const std::string& suffix, Tensor value) {
@@ -97,6 +153,17 @@ Status ImportContext::bind_output(const OnnxNode& node, int i, Value* value) {
 namespace {
 
 constexpr int kMaxSupportedOpset = 17;
+constexpr int kMaxNesting = 64;
+
+// Whether a model that failed to parse reads with a deeper nesting limit: then its nesting is the problem.
+bool nested_too_deeply(const std::string& bytes) {
+  onnx::ModelProto model;
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT32_MAX);
+  coded.SetRecursionLimit(1000);
+  return model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+}
 
 struct Problems {
   std::vector<std::string> lines;
@@ -276,7 +343,9 @@ Status check_node(const OnnxNode& node, const std::set<std::string>& known_value
 
 }  // namespace
 
-Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& base_dir, const std::string& source,
+namespace {
+
+Result<ImportedModel> import_model(const std::string& bytes, const std::string& base_dir, const std::string& source,
                                    const ImportOptions& options) {
   onnx::ModelProto model;
   {
@@ -284,17 +353,28 @@ Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& 
                                                static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
     google::protobuf::io::CodedInputStream coded(&raw);
     coded.SetTotalBytesLimit(INT32_MAX);
-    coded.SetRecursionLimit(64);
-    if (bytes.size() > INT32_MAX || !model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    coded.SetRecursionLimit(kMaxNesting);
+    if (bytes.size() > INT32_MAX)
+      return invalid_argument(source, ": the model is ", format_bytes(bytes.size()),
+                              "; an .onnx file is at most 2 GiB (keep large weights as external data)");
+    if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+      if (nested_too_deeply(bytes))
+        return invalid_argument(source, ": the model nests graphs, functions or types more than ", kMaxNesting,
+                                " levels deep, which kiln does not read");
       return invalid_argument(source,
                               ": not a valid ONNX model (the protobuf could not be parsed: the file is truncated, "
                               "corrupt or not an .onnx file)");
+    }
   }
   if (!model.has_graph()) return invalid_argument(source, ": the model has no graph");
   ImportedModel out;
   out.ir_version = model.ir_version();
-  for (const auto& imp : model.opset_import())
+  for (const auto& imp : model.opset_import()) {
+    if (imp.version() < 0 || imp.version() > INT32_MAX)
+      return invalid_argument(source, ": the model's opset_import gives version ", imp.version(), " for domain '",
+                              imp.domain().empty() ? "ai.onnx" : imp.domain(), "'; an opset version is 1..", INT32_MAX);
     out.opsets[imp.domain() == "ai.onnx" ? "" : imp.domain()] = imp.version();
+  }
   if (model.opset_import_size() == 0)
     return invalid_argument(source, ": the model's opset_import is empty; it must name the ONNX opset it uses");
   if (!out.opsets.count("")) out.opsets[""] = kMaxSupportedOpset;  // only other domains are used
@@ -306,7 +386,14 @@ Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& 
 
   const auto& g = model.graph();
   auto graph = std::make_unique<Graph>();
-  ImportContext ctx(*graph, base_dir);
+  MemoryBudget budget(options.memory_budget ? options.memory_budget : default_memory_budget());
+  TensorSource tensor_source(base_dir);
+  tensor_source.extra_root = options.external_data_root;
+  tensor_source.budget = &budget;
+  FoldLimits limits;
+  limits.max_node_bytes = options.fold_node_bytes;
+  limits.max_work = options.fold_work_limit;
+  ImportContext ctx(*graph, tensor_source, limits, options.fold_work_total);
   std::set<std::string> known, initializer_names;
   Problems problems;
 
@@ -320,7 +407,8 @@ Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& 
       continue;
     }
     known.insert(init.name());  // a broken initializer is reported once, not again at each use
-    auto t = tensor_from_proto(init, base_dir, str_cat("initializer '", init.name(), "'"));
+    auto t = tensor_from_proto(init, ctx.tensor_source(), str_cat("initializer '", init.name(), "'"));
+    if (!t && t.status().code() == StatusCode::kOutOfMemory) return t.take_status().with_prefix(source);
     if (!t) {
       problems.add(t.status());
       continue;
@@ -376,6 +464,26 @@ Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& 
       problems.add(invalid_argument("graph output '", o.name(), "' is not produced by any node"));
   if (!problems.empty()) return problems.as_status(source, "problem");
 
+  // Readers left per ONNX name: a folded value nobody reads any more is dropped (graph outputs never are).
+  std::unordered_map<std::string, int64_t> readers;
+  for (const auto& np : g.node())
+    for (const auto& in : np.input())
+      if (!in.empty()) ++readers[in];
+  for (const auto& o : g.output()) readers[o.name()] += int64_t{1} << 40;
+  for (const auto& np : g.node())
+    for (const auto& o : np.output())
+      if (!o.empty() && !readers.count(o)) ctx.set_unread(o);
+  auto drop_if_unread = [&](const std::string& name) {
+    Value* v = ctx.lookup(name);
+    if (!v || !v->known_value) return;
+    for (const std::string& alias : ctx.names_of(v))
+      if (readers[alias] > 0) return;
+    // Only when every kiln reader folded too; otherwise the value is computed at run time.
+    for (const Use& u : v->uses)
+      for (Value* out : u.node->outputs)
+        if (!out->known_value) return;
+    ctx.release_known_value(v);
+  };
   for (const OnnxNode& node : nodes) {
     Status s = import_node(ctx, node, 0);
     if (!s.is_ok()) return Status(s.code(), str_cat(source, ": ", s.to_string()));
@@ -383,6 +491,13 @@ Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& 
       if (node.has_output(i) && !ctx.lookup(node.proto().output(i)))
         return node.error("the importer produced no value for output '", node.proto().output(i), "'")
             .with_prefix(source);
+    for (int i = 0; i < node.num_inputs(); ++i)
+      if (node.has_input(i)) {
+        --readers[node.proto().input(i)];
+        drop_if_unread(node.proto().input(i));
+      }
+    for (int i = 0; i < node.num_outputs(); ++i)
+      if (node.has_output(i)) drop_if_unread(node.proto().output(i));
   }
   for (const auto& o : g.output()) {
     Value* v = ctx.lookup(o.name());
@@ -397,20 +512,48 @@ Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& 
   }
   KILN_RETURN_IF_ERROR(graph->fold_known_values());
   for (auto& w : ctx.warnings()) out.warnings.push_back(w);
+  for (Value* v : graph->values()) {
+    if (!v->dims.is_static()) continue;
+    const double bytes = elements(v->dims) * static_cast<double>(dtype_size(v->dtype));
+    if (bytes > static_cast<double>(options.large_tensor_bytes))
+      out.warnings.push_back(str_cat("tensor '", v->name, "' ", v->dims.to_string(), " holds ",
+                                     format_bytes(static_cast<uint64_t>(bytes)),
+                                     "; an engine of this model needs at least that much memory"));
+  }
   out.graph = std::move(graph);
   return out;
+}
+
+}  // namespace
+
+Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& base_dir, const std::string& source,
+                                   const ImportOptions& options) {
+  try {
+    return import_model(bytes, base_dir, source, options);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory,
+                  str_cat(source,
+                          ": the machine ran out of memory while importing the model; lower the import's "
+                          "memory budget (--max-import-memory) so the model is refused early"));
+  }
 }
 
 Result<ImportedModel> import_file(const std::string& path, const ImportOptions& options) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     return Status(StatusCode::kNotFound, str_cat(path, ": no such model file"));
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return Status(StatusCode::kIoError, str_cat(path, ": cannot be read: ", ec.message()));
+  if (size > INT32_MAX)
+    return invalid_argument(path, ": the model is ", format_bytes(size),
+                            "; an .onnx file is at most 2 GiB (keep large weights as external data)");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status(StatusCode::kIoError, str_cat(path, ": cannot be opened"));
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
+    return Status(StatusCode::kIoError, str_cat(path, ": short read"));
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return import_bytes(buf.str(), dir.empty() ? "." : dir, path, options);
+  return import_bytes(bytes, dir.empty() ? "." : dir, path, options);
 }
 
 }  // namespace kiln::onnx_import

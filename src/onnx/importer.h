@@ -7,16 +7,34 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
 #include "onnx/onnx_node.h"
+#include "onnx/tensor_proto.h"
 
 namespace kiln::onnx_import {
 
 struct ImportOptions {
   /// Inputs whose dims should be fixed at import ("batch" -> 1 etc. are not guessed).
   std::map<std::string, Dims> input_dims;
+  /// A folder external data may also resolve into (model-hub caches keep blobs behind symlinks);
+  /// empty: only the model's own folder (after following symlinks).
+  std::string external_data_root;
+  /// Bytes of initializers, external data and folded constants one import may hold; 0: half of
+  /// physical memory (or of the address-space cap).
+  uint64_t memory_budget = 0;
+  /// Estimated element operations one constant fold may take; costlier nodes are left to run time.
+  double fold_work_limit = 4e9;
+  /// Estimated element operations all constant folds of one import may take together; once spent,
+  /// the remaining nodes are left to run time.
+  double fold_work_total = 4e10;
+  /// Bytes one folded node may produce.
+  uint64_t fold_node_bytes = uint64_t{1} << 24;
+  /// A warning names every tensor of the graph larger than this.
+  uint64_t large_tensor_bytes = uint64_t{2} << 30;
 };
 
 /// The result: the graph plus the ONNX names of its inputs and outputs in model order.
@@ -64,10 +82,13 @@ class ImporterRegistry {
 /// What an importer works with: the graph being built and the map from ONNX names to values.
 class ImportContext {
  public:
-  ImportContext(Graph& graph, std::string base_dir) : graph_(graph), base_dir_(std::move(base_dir)) {}
+  ImportContext(Graph& graph, TensorSource source, FoldLimits limits = {}, double fold_work_total = 4e10)
+      : graph_(graph), source_(std::move(source)), limits_(limits), work_left_(fold_work_total) {}
 
   Graph& graph() { return graph_; }
-  const std::string& base_dir() const { return base_dir_; }
+  const std::string& base_dir() const { return source_.base_dir; }
+  /// Where external data may come from and the memory budget tensors are charged to.
+  const TensorSource& tensor_source() const { return source_; }
   /// The value of the node's input i; nullptr for a skipped optional input.
   Result<Value*> input(const OnnxNode& node, int i);
   /// The constant host value of input i, or nullptr when it is not a constant.
@@ -88,16 +109,32 @@ class ImportContext {
   Status bind_output(const OnnxNode& node, int i, Value* value);
 
   // Used by the importer driver.
-  void bind(const std::string& onnx_name, Value* value) { env_[onnx_name] = value; }
+  void bind(const std::string& onnx_name, Value* value) {
+    env_[onnx_name] = value;
+    names_of_[value].push_back(onnx_name);
+  }
+  /// Every ONNX name bound to `value` (aliases included).
+  const std::vector<std::string>& names_of(Value* value) { return names_of_[value]; }
   Value* lookup(const std::string& onnx_name) const;
   std::string node_name(const OnnxNode& node) const;
+  /// Folds the kiln node `n` made for `node` when its inputs are known, within the limits and budget.
+  Status fold(Node* n, const OnnxNode& node);
+  /// Drops the folded value of `value` (no reader left) and returns its bytes to the budget.
+  void release_known_value(Value* value);
+  /// An ONNX value no node and no graph output reads: its producer is not folded.
+  void set_unread(const std::string& onnx_name) { unread_.insert(onnx_name); }
   void warn(std::string message) { warnings_.push_back(std::move(message)); }
   std::vector<std::string>& warnings() { return warnings_; }
 
  private:
   Graph& graph_;
-  std::string base_dir_;
-  std::map<std::string, Value*> env_;
+  TensorSource source_;
+  FoldLimits limits_;
+  double work_left_;
+  bool work_spent_logged_ = false;
+  std::unordered_map<std::string, Value*> env_;
+  std::unordered_set<std::string> unread_;
+  std::unordered_map<Value*, std::vector<std::string>> names_of_;
   std::vector<std::string> warnings_;
 };
 

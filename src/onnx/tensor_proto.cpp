@@ -1,15 +1,23 @@
 #include "onnx/tensor_proto.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
 namespace kiln::onnx_import {
 
 using TP = onnx::TensorProto;
 
-std::optional<DataType> from_onnx_dtype(int t, bool* narrowed) {
+std::optional<DataType> from_onnx_dtype(int64_t t, bool* narrowed) {
   if (narrowed) *narrowed = false;
   auto narrow = [&](DataType d) {
     if (narrowed) *narrowed = true;
@@ -47,50 +55,177 @@ int to_onnx_dtype(DataType d) {
   return TP::UNDEFINED;
 }
 
-std::string onnx_dtype_name(int t) {
-  if (TP::DataType_IsValid(t)) return TP::DataType_Name(static_cast<TP::DataType>(t));
+std::string onnx_dtype_name(int64_t t) {
+  if (t >= INT32_MIN && t <= INT32_MAX && TP::DataType_IsValid(static_cast<int>(t)))
+    return TP::DataType_Name(static_cast<TP::DataType>(t));
   return str_cat("unknown type ", t);
+}
+
+Status MemoryBudget::charge(uint64_t bytes, const std::string& what) {
+  if (bytes <= limit_ && used_ <= limit_ - bytes) {
+    used_ += bytes;
+    return Status::ok();
+  }
+  return Status(
+      StatusCode::kOutOfMemory,
+      str_cat(what, " needs ", format_bytes(bytes), " but the import's memory budget of ", format_bytes(limit_),
+              " is used up (", format_bytes(used_), " held); a model you trust may get more with --max-import-memory"));
+}
+
+uint64_t default_memory_budget() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  uint64_t budget =
+      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2 : uint64_t{4} << 30;
+  // Under an address-space or data cap (ulimit -v / -d), half of that.
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit limit {};
+    if (getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+      budget = std::min<uint64_t>(budget, static_cast<uint64_t>(limit.rlim_cur) / 2);
+  }
+  return budget;
+}
+
+std::string format_bytes(uint64_t bytes) {
+  static const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return str_cat(bytes, " bytes");
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
 }
 
 namespace {
 
-Result<std::string> read_external(const TP& proto, const std::string& base_dir, const std::string& what) {
+// A decimal count: digits only, no sign or suffix, at most INT64_MAX.
+std::optional<uint64_t> parse_count(const std::string& s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return v;
+}
+
+bool inside(const std::string& path, const std::string& root) {
+  if (root.empty()) return false;
+  if (root == "/") return true;
+  return path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/';
+}
+
+std::optional<std::string> real_path(const std::string& path) {
+  char* r = realpath(path.c_str(), nullptr);
+  if (!r) return std::nullopt;
+  std::string out(r);
+  std::free(r);
+  return out;
+}
+
+// An open external data file with its byte range.
+struct ExternalFile {
+  int fd = -1;
+  uint64_t offset = 0, length = 0;
   std::string location;
-  int64_t offset = 0, length = -1;
+  ExternalFile() = default;
+  ExternalFile(const ExternalFile&) = delete;
+  ExternalFile& operator=(const ExternalFile&) = delete;
+  ExternalFile(ExternalFile&& o) noexcept : fd(o.fd), offset(o.offset), length(o.length), location(o.location) {
+    o.fd = -1;
+  }
+  ~ExternalFile() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// Opens the external data of `proto`: the location must resolve inside an allowed folder, be a regular
+// file (checked on the descriptor), and offset and length must be strict counts within it.
+Result<ExternalFile> open_external(const TP& proto, const TensorSource& source, const std::string& what) {
+  ExternalFile f;
+  std::optional<uint64_t> offset, length;
+  bool has_location = false;
   for (const auto& kv : proto.external_data()) {
-    try {
-      if (kv.key() == "location")
-        location = kv.value();
-      else if (kv.key() == "offset")
-        offset = std::stoll(kv.value());
-      else if (kv.key() == "length")
-        length = std::stoll(kv.value());
-    } catch (const std::exception&) {
-      return invalid_argument(what, ": external data '", kv.key(), "' is not a number: ", kv.value());
+    const std::string& key = kv.key();
+    if (key == "location") {
+      if (has_location) return invalid_argument(what, ": external data gives 'location' twice");
+      has_location = true;
+      f.location = kv.value();
+    } else if (key == "offset" || key == "length") {
+      if ((key == "offset" ? offset : length).has_value())
+        return invalid_argument(what, ": external data gives '", key, "' twice");
+      auto v = parse_count(kv.value());
+      if (!v)
+        return invalid_argument(what, ": external data '", key,
+                                "' must be a non-negative decimal number of bytes below 2^63");
+      (key == "offset" ? offset : length) = v;
     }
   }
-  if (location.empty()) return invalid_argument(what, ": external data has no location");
-  const std::filesystem::path rel(location);
-  if (rel.is_absolute() || location.find("..") != std::string::npos)
-    return invalid_argument(what, ": external data location '", location, "' must be a path inside the model's folder");
-  const std::filesystem::path path = std::filesystem::path(base_dir) / rel;
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec)
+  if (f.location.empty()) return invalid_argument(what, ": external data has no location");
+  if (f.location.find('\0') != std::string::npos)
+    return invalid_argument(what, ": external data location contains a NUL character");
+  const std::filesystem::path rel(f.location);
+  if (rel.is_absolute())
+    return invalid_argument(what, ": external data location '", f.location,
+                            "' is absolute; it must be a path relative to the model's folder");
+  const std::string shown = "'" + f.location + "'";
+  const auto base = real_path(source.base_dir.empty() ? "." : source.base_dir);
+  if (!base) return Status(StatusCode::kIoError, str_cat(what, ": the model's folder cannot be resolved"));
+  const std::string candidate = *base + "/" + f.location;
+  const auto real = real_path(candidate);
+  if (!real)
     return Status(StatusCode::kIoError,
-                  str_cat(what, ": cannot read external data file ", path.string(), ": ", ec.message()));
-  if (offset < 0 || static_cast<uint64_t>(offset) > size)
-    return invalid_argument(what, ": external data offset ", offset, " is beyond the end of ", path.string());
-  if (length < 0) length = static_cast<int64_t>(size) - offset;
-  if (static_cast<uint64_t>(offset + length) > size)
-    return invalid_argument(what, ": external data [", offset, ", +", length, ") runs past the end of ", path.string(),
-                            " (", size, " bytes)");
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(offset);
-  std::string bytes(static_cast<size_t>(length), '\0');
-  if (!in.read(bytes.data(), length))
-    return Status(StatusCode::kIoError, str_cat(what, ": short read from ", path.string()));
-  return bytes;
+                  str_cat(what, ": cannot read external data file ", shown, ": ", std::strerror(errno)));
+  std::optional<std::string> extra;
+  if (!source.extra_root.empty()) extra = real_path(source.extra_root);
+  auto allowed = [&](const std::string& p) { return inside(p, *base) || (extra && inside(p, *extra)); };
+  const char* escape_hint =
+      " (after following symlinks) is outside the model's folder; external data must stay inside it, or inside "
+      "the folder given with --external-data-root";
+  if (!allowed(*real)) return invalid_argument(what, ": external data location ", shown, escape_hint);
+  // Devices and FIFOs are refused before open (opening some has effects), and again on the descriptor.
+  struct stat pre {};
+  if (stat(real->c_str(), &pre) == 0 && !S_ISREG(pre.st_mode))
+    return invalid_argument(what, ": external data location ", shown, " is not a regular file");
+  f.fd = open(real->c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (f.fd < 0)
+    return Status(StatusCode::kIoError,
+                  str_cat(what, ": cannot open external data file ", shown, ": ", std::strerror(errno)));
+  struct stat st {};
+  if (fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return invalid_argument(what, ": external data location ", shown, " is not a regular file");
+  // The folders on the way may have changed since realpath: check what was opened.
+  if (auto opened = real_path(str_cat("/proc/self/fd/", f.fd)); opened && !allowed(*opened))
+    return invalid_argument(what, ": external data location ", shown, escape_hint);
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  f.offset = offset.value_or(0);
+  if (f.offset > size)
+    return invalid_argument(what, ": external data offset ", f.offset, " is beyond the end of ", shown, " (", size,
+                            " bytes)");
+  f.length = length.value_or(size - f.offset);
+  if (f.length > size - f.offset)
+    return invalid_argument(what, ": external data at offset ", f.offset, " of length ", f.length,
+                            " runs past the end of ", shown, " (", size, " bytes)");
+  return f;
+}
+
+// Reads `bytes` at `offset` of the file into `dst`.
+Status read_fully(const ExternalFile& f, uint64_t offset, char* dst, uint64_t bytes, const std::string& what) {
+  while (bytes > 0) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, uint64_t{1} << 30));
+    const ssize_t got = pread(f.fd, dst, chunk, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      return Status(StatusCode::kIoError, str_cat(what, ": short read from external data file '", f.location, "'"));
+    dst += got;
+    offset += static_cast<uint64_t>(got);
+    bytes -= static_cast<uint64_t>(got);
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -127,7 +262,52 @@ int64_t typed_count(const TP& p, int src_type) {
 
 }  // namespace
 
-Result<Tensor> tensor_from_proto(const TP& proto, const std::string& base_dir, const std::string& what) {
+namespace {
+
+// Copies `count` raw elements of ONNX type `src_type` to elements [first, first + count) of `t`.
+void convert_raw(int src_type, const char* p, int64_t first, int64_t count, Tensor& t) {
+  const size_t esize = source_element_size(src_type);
+  switch (src_type) {
+    case TP::DOUBLE:
+      for (int64_t i = 0; i < count; ++i) {
+        double v;
+        std::memcpy(&v, p + i * esize, 8);
+        t.set(first + i, v);
+      }
+      return;
+    case TP::INT16:
+      for (int64_t i = 0; i < count; ++i) {
+        int16_t v;
+        std::memcpy(&v, p + i * esize, 2);
+        t.set(first + i, v);
+      }
+      return;
+    case TP::UINT16:
+      for (int64_t i = 0; i < count; ++i) {
+        uint16_t v;
+        std::memcpy(&v, p + i * esize, 2);
+        t.set(first + i, v);
+      }
+      return;
+    case TP::UINT32:
+      for (int64_t i = 0; i < count; ++i) {
+        uint32_t v;
+        std::memcpy(&v, p + i * esize, 4);
+        t.set(first + i, v);
+      }
+      return;
+    default:
+      if (count) std::memcpy(static_cast<char*>(t.raw()) + first * esize, p, static_cast<size_t>(count) * esize);
+  }
+}
+
+bool needs_conversion(int src_type) {
+  return src_type == TP::DOUBLE || src_type == TP::INT16 || src_type == TP::UINT16 || src_type == TP::UINT32;
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const TP& proto, const TensorSource& source, const std::string& what) {
   const int src_type = proto.data_type();
   const auto dtype = from_onnx_dtype(src_type);
   if (!dtype)
@@ -144,13 +324,16 @@ Result<Tensor> tensor_from_proto(const TP& proto, const std::string& base_dir, c
     n *= static_cast<uint64_t>(d);
   }
   const size_t esize = source_element_size(src_type);
-  std::string external;
-  const std::string* raw = proto.has_raw_data() ? &proto.raw_data() : nullptr;
-  if (proto.data_location() == TP::EXTERNAL) {
-    KILN_ASSIGN_OR_RETURN(external, read_external(proto, base_dir, what));
-    raw = &external;
-  }
-  if (raw) {
+  const bool external = proto.data_location() == TP::EXTERNAL;
+  std::optional<ExternalFile> file;
+  const std::string* raw = !external && proto.has_raw_data() ? &proto.raw_data() : nullptr;
+  if (external) {
+    KILN_ASSIGN_OR_RETURN(ExternalFile f, open_external(proto, source, what));
+    if (f.length != n * esize)
+      return invalid_argument(what, " holds ", f.length, " bytes of external data but its shape ", shape.to_string(),
+                              " of ", onnx_dtype_name(src_type), " needs ", n * esize);
+    file.emplace(std::move(f));
+  } else if (raw) {
     if (raw->size() != n * esize)
       return invalid_argument(what, " holds ", raw->size(), " bytes of data but its shape ", shape.to_string(), " of ",
                               onnx_dtype_name(src_type), " needs ", n * esize);
@@ -158,40 +341,28 @@ Result<Tensor> tensor_from_proto(const TP& proto, const std::string& base_dir, c
     return invalid_argument(what, " has ", typed_count(proto, src_type), " values but its shape ", shape.to_string(),
                             " needs ", n);
   }
+  if (source.budget) KILN_RETURN_IF_ERROR(source.budget->charge(n * dtype_size(*dtype), what));
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(*dtype, shape, cpu_allocator(), what));
   const int64_t count = static_cast<int64_t>(n);
-  if (raw) {
-    const char* p = raw->data();
-    for (int64_t i = 0; i < count; ++i) {
-      const char* e = p + i * esize;
-      switch (src_type) {
-        case TP::DOUBLE: {
-          double v;
-          std::memcpy(&v, e, 8);
-          t.set(i, v);
-          break;
-        }
-        case TP::INT16: {
-          int16_t v;
-          std::memcpy(&v, e, 2);
-          t.set(i, v);
-          break;
-        }
-        case TP::UINT16: {
-          uint16_t v;
-          std::memcpy(&v, e, 2);
-          t.set(i, v);
-          break;
-        }
-        case TP::UINT32: {
-          uint32_t v;
-          std::memcpy(&v, e, 4);
-          t.set(i, v);
-          break;
-        }
-        default: std::memcpy(static_cast<char*>(t.raw()) + i * esize, e, esize);
+  if (file) {
+    // Straight into the tensor; types kiln widens go through a bounded staging buffer.
+    if (!needs_conversion(src_type)) {
+      KILN_RETURN_IF_ERROR(read_fully(*file, file->offset, static_cast<char*>(t.raw()), n * esize, what));
+    } else {
+      const int64_t step = int64_t{1} << 20;
+      std::string stage;
+      for (int64_t first = 0; first < count; first += step) {
+        const int64_t m = std::min(step, count - first);
+        stage.resize(static_cast<size_t>(m) * esize);
+        KILN_RETURN_IF_ERROR(
+            read_fully(*file, file->offset + static_cast<uint64_t>(first) * esize, stage.data(), stage.size(), what));
+        convert_raw(src_type, stage.data(), first, m, t);
       }
     }
+  } else if (raw) {
+    convert_raw(src_type, raw->data(), 0, count, t);
+  }
+  if (file || raw) {
     if (src_type == TP::BOOL)
       for (int64_t i = 0; i < count; ++i) t.data<uint8_t>()[i] = t.data<uint8_t>()[i] ? 1 : 0;
     return t;

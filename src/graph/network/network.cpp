@@ -121,8 +121,7 @@ Status NetworkTensor::set_name(std::string name) {
   if (name == value_->name) return Status::ok();
   if (net_->graph.find_value(name))
     return invalid_argument("tensor '", value_->name, "' cannot be renamed '", name, "': another tensor has that name");
-  value_->name = std::move(name);
-  return Status::ok();
+  return net_->graph.rename_value(value_, std::move(name));
 }
 
 DataType NetworkTensor::dtype() const { return value_->dtype; }
@@ -144,8 +143,7 @@ Status Layer::set_name(std::string name) {
   if (net_->graph.find_node(name))
     return invalid_argument("cannot rename the layer '", name, "': another layer has that name")
         .with_node(node_->context());
-  node_->name = std::move(name);
-  return Status::ok();
+  return net_->graph.rename_node(node_, std::move(name));
 }
 
 int Layer::num_inputs() const { return static_cast<int>(node_->inputs.size()); }

@@ -11,6 +11,7 @@ namespace kiln::roi_align {
 /// Bilinear sample of `plane` [h, w] at (y, x) with ONNX RoiAlign's edge rules; with `max_mode`
 /// the largest weighted corner instead of their sum.
 inline float sample(const float* plane, int64_t h, int64_t w, double y, double x, bool max_mode) {
+  if (!std::isfinite(y) || !std::isfinite(x)) return 0.f;
   if (y < -1.0 || y > static_cast<double>(h) || x < -1.0 || x > static_cast<double>(w)) return 0.f;
   y = std::max(y, 0.0);
   x = std::max(x, 0.0);
@@ -36,18 +37,12 @@ inline float sample(const float* plane, int64_t h, int64_t w, double y, double x
 
 /// Pools one region (x1, y1, x2, y2) of `plane` [h, w] into out [output_height, output_width].
 inline void pool_plane(const RoiAlignAttrs& a, const float* plane, int64_t h, int64_t w, const float* roi, float* out) {
-  const bool half = a.coordinate_transformation_mode == RoiAlignCoordinateMode::kHalfPixel;
-  const double offset = half ? 0.5 : 0.0, scale = a.spatial_scale;
-  const double x_start = roi[0] * scale - offset, y_start = roi[1] * scale - offset;
-  double roi_w = roi[2] * scale - offset - x_start, roi_h = roi[3] * scale - offset - y_start;
-  if (!half) {
-    roi_w = std::max(roi_w, 1.0);
-    roi_h = std::max(roi_h, 1.0);
-  }
+  const double region[4] = {roi[0], roi[1], roi[2], roi[3]};
+  const RoiGrid g = roi_align_grid(a, region);
+  const double x_start = g.x_start, y_start = g.y_start;
   const int64_t oh = a.output_height, ow = a.output_width;
-  const double bin_h = roi_h / oh, bin_w = roi_w / ow;
-  const int64_t grid_h = a.sampling_ratio > 0 ? a.sampling_ratio : static_cast<int64_t>(std::ceil(roi_h / oh));
-  const int64_t grid_w = a.sampling_ratio > 0 ? a.sampling_ratio : static_cast<int64_t>(std::ceil(roi_w / ow));
+  const double bin_h = g.roi_h / oh, bin_w = g.roi_w / ow;
+  const int64_t grid_h = g.h, grid_w = g.w;
   const bool max_mode = a.mode == RoiAlignMode::kMax;
   const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
   for (int64_t ph = 0; ph < oh; ++ph)

@@ -9,9 +9,9 @@ namespace {
 // The kiln dtype for an ONNX element type code; float64 computes as float32, int16/uint16 as int32
 // and uint32 as int64 (as everywhere in the importer).
 Result<DataType> target_dtype(const OnnxNode& node, int64_t onnx_type) {
-  const auto d = from_onnx_dtype(static_cast<int>(onnx_type));
+  const auto d = from_onnx_dtype(onnx_type);
   if (!d)
-    return node.unsupported_error("cast to ", onnx_dtype_name(static_cast<int>(onnx_type)),
+    return node.unsupported_error("cast to ", onnx_dtype_name(onnx_type),
                                   ": kiln holds float32/float16/bfloat16, int8/uint8/int32/int64 and bool tensors");
   return *d;
 }

@@ -5,10 +5,10 @@
 namespace kiln::onnx_import {
 namespace {
 
-Result<Tensor> constant_value(const OnnxNode& node, const std::string& base_dir) {
+Result<Tensor> constant_value(const OnnxNode& node, const TensorSource& source) {
   for (const auto& a : node.proto().attribute()) {
     const std::string& n = a.name();
-    if (n == "value") return tensor_from_proto(a.t(), base_dir, str_cat("Constant '", node.proto().output(0), "'"));
+    if (n == "value") return tensor_from_proto(a.t(), source, str_cat("Constant '", node.proto().output(0), "'"));
     if (n == "value_float" || n == "value_int") {
       KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(n == "value_float" ? DataType::kFloat32 : DataType::kInt64, {}));
       t.set(0, n == "value_float" ? static_cast<double>(a.f()) : static_cast<double>(a.i()));
@@ -32,7 +32,7 @@ Result<Tensor> constant_value(const OnnxNode& node, const std::string& base_dir)
 KILN_REGISTER_ONNX_IMPORTER(OnnxImporter{
     .op_type = "Constant",
     .import = [](ImportContext& ctx, const OnnxNode& node) -> Status {
-      KILN_ASSIGN_OR_RETURN(Tensor value, constant_value(node, ctx.base_dir()));
+      KILN_ASSIGN_OR_RETURN(Tensor value, constant_value(node, ctx.tensor_source()));
       KILN_ASSIGN_OR_RETURN(Value * v, ctx.graph().add_constant(node.proto().output(0), std::move(value)));
       ctx.bind(node.proto().output(0), v);
       return Status::ok();

@@ -14,7 +14,7 @@ Result<Value*> legacy_broadcast(ImportContext& ctx, const OnnxNode& node, Value*
   const int ra = a->dims.rank(), rb = b->dims.rank();
   int64_t axis = node.attr_int("axis", 0);
   if (axis < 0) axis += ra;
-  if (axis < 0 || axis + rb > ra)
+  if (axis < 0 || axis > ra - rb)
     return node.error("legacy broadcast axis ", node.attr_int("axis", 0), " does not fit input B of rank ", rb,
                       " into input A of rank ", ra);
   const int trailing = ra - static_cast<int>(axis) - rb;

@@ -241,7 +241,7 @@ KILN_REGISTER_ONNX_IMPORTER(OnnxImporter{
       ConstantOfShapeAttrs a;
       for (const auto& attr : node.proto().attribute()) {
         if (attr.name() != "value") continue;
-        KILN_ASSIGN_OR_RETURN(Tensor v, tensor_from_proto(attr.t(), ctx.base_dir(), "ConstantOfShape 'value'"));
+        KILN_ASSIGN_OR_RETURN(Tensor v, tensor_from_proto(attr.t(), ctx.tensor_source(), "ConstantOfShape 'value'"));
         if (v.numel() != 1) return node.error("ConstantOfShape 'value' must hold one element, got ", v.numel());
         a.dtype = v.dtype();
         if (is_floating(v.dtype()))
@@ -272,7 +272,7 @@ KILN_REGISTER_ONNX_IMPORTER(OnnxImporter{
       EyeLikeAttrs a;
       a.k = node.attr_int("k", 0);
       if (node.has_attr("dtype")) {
-        const int t = static_cast<int>(node.attr_int("dtype", 1));
+        const int64_t t = node.attr_int("dtype", 1);
         const auto d = from_onnx_dtype(t);
         if (!d) return node.unsupported_error("EyeLike dtype ", onnx_dtype_name(t), " is not supported by kiln");
         a.has_dtype = true;

@@ -21,9 +21,9 @@ Result<std::vector<Value*>> all_inputs(ImportContext& ctx, const OnnxNode& node)
 Result<DataType> output_datatype(const OnnxNode& node) {
   const int64_t t = node.attr_int("output_datatype", 1);
   bool narrowed = false;
-  const std::optional<DataType> d = from_onnx_dtype(static_cast<int>(t), &narrowed);
+  const std::optional<DataType> d = from_onnx_dtype(t, &narrowed);
   if (!d || *d == DataType::kBool)
-    return node.unsupported_error("output_datatype ", onnx_dtype_name(static_cast<int>(t)),
+    return node.unsupported_error("output_datatype ", onnx_dtype_name(t),
                                   " is not supported; use a float or integer type");
   return *d;
 }

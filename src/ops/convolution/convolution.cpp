@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/fold_cost.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -311,6 +312,20 @@ OpSchema deconvolution_schema() {
 
 KILN_REGISTER_OP(convolution_schema());
 KILN_REGISTER_OP(deconvolution_schema());
+
+KILN_REGISTER_FOLD_COST("Convolution", [](const Attrs&, const std::vector<const Tensor*>& in,
+                                          const std::vector<TensorDesc>& out) {
+  const Tensor* w = in[1];
+  const double per = w && w->dims().rank() && w->dims()[0] > 0 ? static_cast<double>(w->numel()) / w->dims()[0] : 1.0;
+  return (output_elements(out) + (in[0] ? static_cast<double>(in[0]->numel()) : 0.0)) * per;
+});
+
+KILN_REGISTER_FOLD_COST("Deconvolution", [](const Attrs&, const std::vector<const Tensor*>& in,
+                                            const std::vector<TensorDesc>& out) {
+  const Tensor* w = in[1];
+  const double per = w && w->dims().rank() && w->dims()[0] > 0 ? static_cast<double>(w->numel()) / w->dims()[0] : 1.0;
+  return (output_elements(out) + (in[0] ? static_cast<double>(in[0]->numel()) : 0.0)) * per;
+});
 
 }  // namespace
 }  // namespace kiln

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/fold_cost.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -189,6 +190,17 @@ OpSchema einsum_schema() {
 }
 
 KILN_REGISTER_OP(einsum_schema());
+
+KILN_REGISTER_FOLD_COST("Einsum", [](const Attrs& attrs, const std::vector<const Tensor*>& in,
+                                     const std::vector<TensorDesc>& out) {
+  std::vector<Dims> dims;
+  for (const Tensor* t : in) dims.push_back(t ? t->dims() : Dims{});
+  auto plan = einsum_plan(static_cast<const EinsumAttrs&>(attrs).equation, dims);
+  if (!plan) return output_elements(out);
+  double work = 1;  // every combination of label values is visited
+  for (int64_t size : plan->sizes) work *= static_cast<double>(std::max<int64_t>(size, 1));
+  return work;
+});
 
 }  // namespace
 }  // namespace kiln

@@ -1,5 +1,6 @@
 #include "ops/matmul/matmul.h"
 
+#include "ops/fold_cost.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -137,6 +138,21 @@ OpSchema fully_connected_schema() {
 
 KILN_REGISTER_OP(matrix_multiply_schema());
 KILN_REGISTER_OP(fully_connected_schema());
+
+KILN_REGISTER_FOLD_COST("MatrixMultiply", [](const Attrs& attrs, const std::vector<const Tensor*>& in,
+                                             const std::vector<TensorDesc>& out) {
+  const Dims& a = in[0] ? in[0]->dims() : Dims{};
+  const bool ta = static_cast<const MatrixMultiplyAttrs&>(attrs).transpose_a;
+  const double k =
+      a.rank() == 0 ? 1.0 : static_cast<double>(a[a.rank() == 1 || ta ? std::max(a.rank() - 2, 0) : a.rank() - 1]);
+  return output_elements(out) * k;
+});
+
+KILN_REGISTER_FOLD_COST("FullyConnected",
+                        [](const Attrs&, const std::vector<const Tensor*>& in, const std::vector<TensorDesc>& out) {
+                          const Dims& w = in[1] ? in[1]->dims() : Dims{};
+                          return output_elements(out) * (w.rank() ? static_cast<double>(w[w.rank() - 1]) : 1.0);
+                        });
 
 }  // namespace
 }  // namespace kiln

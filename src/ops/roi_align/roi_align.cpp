@@ -1,5 +1,9 @@
 #include "ops/roi_align/roi_align.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "ops/fold_cost.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -7,6 +11,33 @@ namespace kiln {
 const char* enum_name(RoiAlignMode m) { return m == RoiAlignMode::kAvg ? "avg" : "max"; }
 const char* enum_name(RoiAlignCoordinateMode m) {
   return m == RoiAlignCoordinateMode::kHalfPixel ? "half_pixel" : "output_half_pixel";
+}
+
+RoiGrid roi_align_grid(const RoiAlignAttrs& a, const double roi[4]) {
+  const bool half = a.coordinate_transformation_mode == RoiAlignCoordinateMode::kHalfPixel;
+  const double offset = half ? 0.5 : 0.0, scale = a.spatial_scale;
+  RoiGrid g;
+  g.x_start = roi[0] * scale - offset;
+  g.y_start = roi[1] * scale - offset;
+  g.roi_w = roi[2] * scale - offset - g.x_start;
+  g.roi_h = roi[3] * scale - offset - g.y_start;
+  if (!half) {
+    g.roi_w = std::max(g.roi_w, 1.0);
+    g.roi_h = std::max(g.roi_h, 1.0);
+  }
+  // Adaptive grids are capped so their product cannot overflow; a NaN or infinite region samples nothing.
+  constexpr double kMaxSide = double(int64_t{1} << 30);
+  auto side = [&](double extent, int64_t out) -> int64_t {
+    if (a.sampling_ratio > 0) return a.sampling_ratio;
+    const double n = std::ceil(extent / static_cast<double>(out));
+    if (!std::isfinite(n) || n <= 0) return 0;
+    return static_cast<int64_t>(std::min(n, kMaxSide));
+  };
+  if (!std::isfinite(g.x_start) || !std::isfinite(g.y_start) || !std::isfinite(g.roi_w) || !std::isfinite(g.roi_h))
+    return g;
+  g.h = side(g.roi_h, a.output_height);
+  g.w = side(g.roi_w, a.output_width);
+  return g;
 }
 
 namespace {
@@ -42,6 +73,20 @@ OpSchema roi_align_schema() {
 }
 
 KILN_REGISTER_OP(roi_align_schema());
+
+KILN_REGISTER_FOLD_COST("RoiAlign", [](const Attrs& attrs, const std::vector<const Tensor*>& in,
+                                       const std::vector<TensorDesc>& out) {
+  const auto& a = static_cast<const RoiAlignAttrs&>(attrs);
+  if (!in[0] || !in[1] || in[0]->dims().rank() != 4) return output_elements(out);
+  const std::vector<double> rois = tensor_to_doubles(*in[1]);
+  const double per_bin = static_cast<double>(in[0]->dims()[1]) * a.output_height * a.output_width;
+  double work = output_elements(out);
+  for (size_t r = 0; r + 3 < rois.size(); r += 4) {
+    const RoiGrid g = roi_align_grid(a, &rois[r]);
+    work += per_bin * static_cast<double>(g.h) * static_cast<double>(g.w);
+  }
+  return work;
+});
 
 }  // namespace
 }  // namespace kiln

@@ -32,4 +32,11 @@ struct RoiAlignAttrs : AttrsOf<RoiAlignAttrs> {
   }
 };
 
+/// One region in input coordinates and its samples per bin side (0 when the region is not finite).
+struct RoiGrid {
+  double x_start = 0, y_start = 0, roi_w = 0, roi_h = 0;
+  int64_t h = 0, w = 0;
+};
+RoiGrid roi_align_grid(const RoiAlignAttrs& a, const double roi[4]);
+
 }  // namespace kiln

@@ -1,5 +1,6 @@
 #include "ops/signal/signal.h"
 
+#include "ops/fold_cost.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -182,6 +183,14 @@ OpSchema mel_weight_matrix_schema() {
 KILN_REGISTER_OP(dft_schema());
 KILN_REGISTER_OP(stft_schema());
 KILN_REGISTER_OP(mel_weight_matrix_schema());
+
+KILN_REGISTER_FOLD_COST("DFT", [](const Attrs& attrs, const std::vector<const Tensor*>& in,
+                                  const std::vector<TensorDesc>& out) {
+  // The reference transform is direct: every output element sums over the input length.
+  if (!in[0]) return output_elements(out);
+  auto shape = dft_shape(in[0]->dims(), static_cast<const DftAttrs&>(attrs), std::nullopt);
+  return output_elements(out) * (shape ? static_cast<double>(std::max<int64_t>(shape->length, 1)) : 1.0);
+});
 
 }  // namespace
 }  // namespace kiln
