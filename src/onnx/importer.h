@@ -64,7 +64,10 @@ class ImporterRegistry {
 /// What an importer works with: the graph being built and the map from ONNX names to values.
 class ImportContext {
  public:
-  ImportContext(Graph& graph, std::string base_dir) : graph_(graph), base_dir_(std::move(base_dir)) {}
+  ImportContext(Graph& graph, std::string base_dir, ImportContext* parent = nullptr)
+      : graph_(graph), base_dir_(std::move(base_dir)), parent_(parent) {
+    if (parent) opsets_ = parent->opsets_;
+  }
 
   Graph& graph() { return graph_; }
   const std::string& base_dir() const { return base_dir_; }
@@ -84,20 +87,40 @@ class ImportContext {
   }
   /// Adds a constant made for this node ("<node>/<suffix>").
   Result<Value*> add_constant(const OnnxNode& node, const std::string& suffix, Tensor value);
+  /// Adds a node that owns subgraphs (If, Loop, Scan); their captures are appended to `inputs`.
+  Result<Node*> add_owner(const OnnxNode& node, std::string_view op, std::unique_ptr<Attrs> attrs,
+                          std::vector<Value*> inputs, std::vector<Subgraph> subgraphs);
+  /// Imports graph attribute `attr` of the node as a subgraph. `hints` give the types of its inputs where
+  /// the model leaves them out (Loop's carried values); names from enclosing graphs become captures.
+  Result<Subgraph> import_subgraph(const OnnxNode& node, const std::string& attr, const std::vector<TensorDesc>& hints);
+  /// Imports the nodes of graph attribute `attr` into this graph (an If whose condition is known) and
+  /// binds the node's outputs to the subgraph's outputs.
+  Status inline_subgraph(const OnnxNode& node, const std::string& attr);
   /// Makes ONNX output i of the node an alias of `value` (Identity, Dropout in inference...).
   Status bind_output(const OnnxNode& node, int i, Value* value);
 
   // Used by the importer driver.
   void bind(const std::string& onnx_name, Value* value) { env_[onnx_name] = value; }
-  Value* lookup(const std::string& onnx_name) const;
+  /// The value of an ONNX name; in a subgraph a name of an enclosing graph becomes a capture (or a copy
+  /// of a constant).
+  Value* lookup(const std::string& onnx_name);
+  /// Outer values this subgraph's context captured, in order.
+  const std::vector<Value*>& captured() const { return captured_; }
+  std::map<std::string, int64_t>& opsets() { return opsets_; }
   std::string node_name(const OnnxNode& node) const;
-  void warn(std::string message) { warnings_.push_back(std::move(message)); }
+  void warn(std::string message) {
+    if (parent_) return parent_->warn(std::move(message));
+    warnings_.push_back(std::move(message));
+  }
   std::vector<std::string>& warnings() { return warnings_; }
 
  private:
   Graph& graph_;
   std::string base_dir_;
+  ImportContext* parent_ = nullptr;
   std::map<std::string, Value*> env_;
+  std::vector<Value*> captured_;
+  std::map<std::string, int64_t> opsets_;
   std::vector<std::string> warnings_;
 };
 
