@@ -44,7 +44,8 @@ Result<Value*> Graph::add_input(std::string name, DataType dtype, Dims dims, std
 }
 
 Result<Value*> Graph::add_capture(const Value& outer) {
-  if (find_value(outer.name)) return invalid_argument("capture '", outer.name, "': a value of that name already exists");
+  if (find_value(outer.name))
+    return invalid_argument("capture '", outer.name, "': a value of that name already exists");
   Value* v = new_value(outer.name);
   v->dtype = outer.dtype;
   v->kind = outer.kind;

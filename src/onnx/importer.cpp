@@ -334,8 +334,8 @@ Result<Node*> ImportContext::add_owner(const OnnxNode& node, std::string_view op
     }
   std::vector<std::string> out_names;
   for (int i = 0; i < node.num_outputs(); ++i) out_names.push_back(node.proto().output(i));
-  auto added = graph_.add_node(op, node_name(node), std::move(attrs), std::move(inputs), out_names,
-                               std::move(subgraphs));
+  auto added =
+      graph_.add_node(op, node_name(node), std::move(attrs), std::move(inputs), out_names, std::move(subgraphs));
   if (!added) {
     Status s = added.take_status();
     return Status(s.code(), s.message()).with_node(node.context());
@@ -428,7 +428,7 @@ Status ImportContext::inline_subgraph(const OnnxNode& node, const std::string& a
   for (int i = 0; i < node.num_outputs(); ++i) {
     Value* v = lookup(g->output(i).name());
     if (!v) return node.error(attr, " output '", g->output(i).name(), "' is not produced by any node of it");
-    bind_output(node, i, v);
+    KILN_RETURN_IF_ERROR(bind_output(node, i, v));
   }
   return Status::ok();
 }

@@ -116,7 +116,7 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engin
 }
 
 const std::vector<std::vector<const Value*>>& ExecutionContext::last_use(const Graph& graph,
-                                                                          const std::vector<Engine::Step>& steps) {
+                                                                         const std::vector<Engine::Step>& steps) {
   auto it = last_use_.find(&graph);
   if (it != last_use_.end()) return it->second;
   // [s]: the intermediate values whose final reader is step s (never inputs, constants or outputs).
@@ -167,8 +167,7 @@ Status ExecutionContext::set_input_value(const std::string& name, RuntimeValue v
     if (in->dims[i] >= 0 && in->dims[i] != t.dims()[i])
       return invalid_argument("input '", name, "' must have shape ", in->dims.to_string(), " but has ",
                               t.dims().to_string(), " (dim ", i, " differs)");
-  if (!t.device().is_cpu())
-    return unsupported("input '", name, "': this engine runs on the CPU; give a host tensor");
+  if (!t.device().is_cpu()) return unsupported("input '", name, "': this engine runs on the CPU; give a host tensor");
   KILN_ASSIGN_OR_RETURN(Tensor c, t.contiguous());
   values_[in] = RuntimeValue::of(std::move(c));
   return Status::ok();
@@ -225,7 +224,8 @@ Status ExecutionContext::run_plan(const Graph& graph, const std::vector<Engine::
                                   Stream& stream, int depth) {
   const auto& release = last_use(graph, steps);
   for (size_t s = 0; s < steps.size(); ++s) {
-    Status st = steps[s].impl ? run_kernel(steps[s], scope, stream) : run_host_op(*this, steps[s], scope, stream, depth);
+    Status st =
+        steps[s].impl ? run_kernel(steps[s], scope, stream) : run_host_op(*this, steps[s], scope, stream, depth);
     if (!st.is_ok()) return st;
     // Intermediates are released after their last reader, so a run holds only what is still needed.
     for (const Value* v : release[s]) scope.erase(v);

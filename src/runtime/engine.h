@@ -41,7 +41,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   struct Step {
     Node* node;
-    const KernelImpl* impl;  ///< nullptr for a host op (the runtime runs it)
+    const KernelImpl* impl;                   ///< nullptr for a host op (the runtime runs it)
     std::vector<std::vector<Step>> subplans;  ///< one per subgraph of the node
   };
   const std::vector<Step>& steps() const { return steps_; }

@@ -124,7 +124,8 @@ class HostRun {
   }
   Result<const std::vector<Tensor>*> seq_in(size_t i) {
     KILN_ASSIGN_OR_RETURN(const RuntimeValue* v, in(i));
-    if (v->kind != ValueKind::kSequence) return error("input ", i, " is a ", value_kind_name(v->kind), ", not a sequence");
+    if (v->kind != ValueKind::kSequence)
+      return error("input ", i, " is a ", value_kind_name(v->kind), ", not a sequence");
     return &v->items;
   }
   Result<int64_t> int_in(size_t i) {
@@ -198,7 +199,9 @@ class HostRun {
       KILN_ASSIGN_OR_RETURN(const std::vector<Tensor>* s, seq_in(0));
       std::vector<Tensor> items = *s;
       int64_t p = -1;
-      if (has(1)) KILN_ASSIGN_OR_RETURN(p, int_in(1));
+      if (has(1)) {
+        KILN_ASSIGN_OR_RETURN(p, int_in(1));
+      }
       KILN_ASSIGN_OR_RETURN(int64_t pos, position(p, static_cast<int64_t>(items.size()), false));
       items.erase(items.begin() + pos);
       set(0, RuntimeValue::sequence(std::move(items)));
@@ -263,9 +266,13 @@ class HostRun {
     const Graph& body = *node_.subgraphs.at(0).graph;
     const size_t n = body.inputs().size() - 2, k = body.outputs().size() - 1 - n;
     int64_t trips = INT64_MAX;
-    if (has(0)) KILN_ASSIGN_OR_RETURN(trips, int_in(0));
+    if (has(0)) {
+      KILN_ASSIGN_OR_RETURN(trips, int_in(0));
+    }
     bool cond = true;
-    if (has(1)) KILN_ASSIGN_OR_RETURN(cond, bool_in(1));
+    if (has(1)) {
+      KILN_ASSIGN_OR_RETURN(cond, bool_in(1));
+    }
     std::vector<RuntimeValue> carried;
     for (size_t i = 0; i < n; ++i) {
       if (!has(2 + i)) return error("carried value ", i, " has no initial value");
@@ -299,7 +306,8 @@ class HostRun {
   }
 
   // One Scan over unbatched inputs: `states` in, scan inputs sliced per iteration; fills states and scan outputs.
-  Status scan_once(std::vector<RuntimeValue>& states, const std::vector<Tensor>& scan_in, std::vector<Tensor>& scan_out) {
+  Status scan_once(std::vector<RuntimeValue>& states, const std::vector<Tensor>& scan_in,
+                   std::vector<Tensor>& scan_out) {
     const auto& a = static_cast<const ScanAttrs&>(*node_.attrs);
     const Graph& body = *node_.subgraphs.at(0).graph;
     const size_t n = states.size(), m = scan_in.size(), k = body.outputs().size() - n;

@@ -18,6 +18,9 @@
 #include "onnx/tensor_proto.h"
 #include "runtime/engine.h"
 
+// After onnx_pb.h (through tensor_proto.h), which defines ONNX_API.
+#include <onnx/onnx-data.pb.h>
+
 namespace fs = std::filesystem;
 using namespace kiln;
 
@@ -72,15 +75,21 @@ Result<RuntimeValue> read_value(const fs::path& file, const Value& v) {
   };
   if (v.kind == ValueKind::kSequence) {
     onnx::SequenceProto seq;
-    if (!seq.ParseFromString(buf.str())) return unsupported("test data ", file.filename().string(), " is not a sequence");
+    if (!seq.ParseFromString(buf.str()))
+      return unsupported("test data ", file.filename().string(), " is not a sequence");
     KILN_RETURN_IF_ERROR(read_seq(seq));
     return out;
   }
   onnx::OptionalProto opt;
-  if (!opt.ParseFromString(buf.str())) return unsupported("test data ", file.filename().string(), " is not an optional");
+  if (!opt.ParseFromString(buf.str()))
+    return unsupported("test data ", file.filename().string(), " is not an optional");
   out.present = opt.has_tensor_value() || opt.has_sequence_value();
-  if (opt.has_tensor_value()) KILN_ASSIGN_OR_RETURN(out.tensor, tensor_of(opt.tensor_value(), file, v.dtype));
-  if (opt.has_sequence_value()) KILN_RETURN_IF_ERROR(read_seq(opt.sequence_value()));
+  if (opt.has_tensor_value()) {
+    KILN_ASSIGN_OR_RETURN(out.tensor, tensor_of(opt.tensor_value(), file, v.dtype));
+  }
+  if (opt.has_sequence_value()) {
+    KILN_RETURN_IF_ERROR(read_seq(opt.sequence_value()));
+  }
   return out;
 }
 
@@ -180,7 +189,8 @@ void run_model(const onnx_import::ImportedModel& model, const fs::path& dir, Tes
         diff = compare(got->items[k], want->items[k], 1e-3, 1e-7);
         if (!diff.empty()) diff = str_cat("element ", k, ": ", diff);
       }
-      if (diff.empty() && want->present && want->tensor.defined()) diff = compare(got->tensor, want->tensor, 1e-3, 1e-7);
+      if (diff.empty() && want->present && want->tensor.defined())
+        diff = compare(got->tensor, want->tensor, 1e-3, 1e-7);
       if (!diff.empty()) {
         r.reason = str_cat("output '", model.output_names[i], "': ", diff);
         return;

@@ -1,7 +1,7 @@
 // kiln If, Loop, Scan, SequenceMap (with their graphs) and the sequence and optional ops -> ONNX.
+#include "ops/control_flow/control_flow.h"
 #include "onnx/exporter.h"
 #include "onnx/tensor_proto.h"
-#include "ops/control_flow/control_flow.h"
 
 namespace kiln::onnx_export {
 namespace {

@@ -1,8 +1,8 @@
 // ONNX If, Loop, Scan, SequenceMap (nodes that own graphs) and the sequence and optional ops.
+#include "ops/control_flow/control_flow.h"
 #include "kiln/logger.h"
 #include "onnx/importer.h"
 #include "onnx/tensor_proto.h"
-#include "ops/control_flow/control_flow.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -72,8 +72,11 @@ Status import_scan(ImportContext& ctx, const OnnxNode& node) {
     int drop = a->batched ? 0 : -1;
     if (j >= 0) drop = static_cast<int>(scan_axis(a->scan_input_axes, j, v->dims.rank() - lead)) + lead;
     TensorDesc d = loose_desc(v, drop);
-    if (a->batched && j < 0 && d.dims.rank() > 0) d.dims = Dims(std::vector<int64_t>(d.dims.rank() - 1, kDynamicDim));
-    if (a->batched && j >= 0 && d.dims.rank() > 0) d.dims = Dims(std::vector<int64_t>(d.dims.rank() - 1, kDynamicDim));
+    if (a->batched && j >= 0 && d.dims.rank() > 0) {  // the body does not see the batch dim
+      Dims e;
+      for (int k = 1; k < d.dims.rank(); ++k) e.push_back(kDynamicDim);
+      d.dims = e;
+    }
     hints.push_back(d);
   }
   KILN_ASSIGN_OR_RETURN(Subgraph body, ctx.import_subgraph(node, "body", hints));
@@ -90,7 +93,7 @@ Status import_sequence_map(ImportContext& ctx, const OnnxNode& node) {
     if (!v) return node.error("input ", i, " is missing");
     inputs.push_back(v);
     TensorDesc d = loose_desc(v);
-    if (v->kind == ValueKind::kSequence) d = {v->dtype, v->dims, true, ValueKind::kTensor};
+    if (v->kind == ValueKind::kSequence) d = TensorDesc::absent();  // the body's declared element type
     hints.push_back(d);
   }
   KILN_ASSIGN_OR_RETURN(Subgraph body, ctx.import_subgraph(node, "body", hints));
@@ -127,7 +130,9 @@ KILN_REGISTER_ONNX_IMPORTER(OnnxImporter{
       SequenceEmptyAttrs a;
       const int64_t t = node.attr_int("dtype", onnx::TensorProto::FLOAT);
       auto d = from_onnx_dtype(static_cast<int>(t));
-      if (!d) return node.unsupported_error("SequenceEmpty dtype ", onnx_dtype_name(static_cast<int>(t)), " is not supported");
+      if (!d)
+        return node.unsupported_error("SequenceEmpty dtype ", onnx_dtype_name(static_cast<int>(t)),
+                                      " is not supported");
       a.dtype = *d;
       return ctx.add(node, "SequenceEmpty", a, {}).status();
     },

@@ -5,8 +5,7 @@
 namespace kiln {
 
 Result<TensorDesc> merge_descs(const TensorDesc& a, const TensorDesc& b) {
-  if (a.kind != b.kind)
-    return invalid_argument("a ", value_kind_name(a.kind), " meets a ", value_kind_name(b.kind));
+  if (a.kind != b.kind) return invalid_argument("a ", value_kind_name(a.kind), " meets a ", value_kind_name(b.kind));
   if (a.dtype != b.dtype) return invalid_argument(dtype_name(a.dtype), " meets ", dtype_name(b.dtype));
   TensorDesc out = a;
   if (a.kind != ValueKind::kTensor && a.dims.rank() == 0) return b;  // element shape unknown
@@ -192,7 +191,8 @@ OpSchema sequence_map_schema() {
 }
 
 OpSchema sequence_empty_schema() {
-  OpSchema s = make_schema<SequenceEmptyAttrs>("SequenceEmpty", "control_flow", "an empty sequence (ONNX SequenceEmpty)");
+  OpSchema s =
+      make_schema<SequenceEmptyAttrs>("SequenceEmpty", "control_flow", "an empty sequence (ONNX SequenceEmpty)");
   s.min_inputs = s.max_inputs = 0;
   s.host = true;
   s.infer = [](const InferContext& ctx) -> Result<Descs> {
@@ -278,8 +278,8 @@ OpSchema sequence_length_schema() {
 }
 
 OpSchema split_to_sequence_schema() {
-  OpSchema s = make_schema<SplitToSequenceAttrs>("SplitToSequence", "control_flow",
-                                                 "splits a tensor into a sequence along an axis (ONNX SplitToSequence)");
+  OpSchema s = make_schema<SplitToSequenceAttrs>(
+      "SplitToSequence", "control_flow", "splits a tensor into a sequence along an axis (ONNX SplitToSequence)");
   s.input_names = {"input", "split"};
   s.max_inputs = 2;
   s.host = true;
@@ -309,7 +309,8 @@ OpSchema split_to_sequence_schema() {
 
 OpSchema concat_from_sequence_schema() {
   OpSchema s = make_schema<ConcatFromSequenceAttrs>(
-      "ConcatFromSequence", "control_flow", "concatenates (or stacks) the elements of a sequence (ONNX ConcatFromSequence)");
+      "ConcatFromSequence", "control_flow",
+      "concatenates (or stacks) the elements of a sequence (ONNX ConcatFromSequence)");
   s.input_names = {"input_sequence"};
   s.host = true;
   s.infer = [](const InferContext& ctx) -> Result<Descs> {
@@ -367,8 +368,8 @@ OpSchema optional_get_element_schema() {
   s.host = true;
   s.infer = [](const InferContext& ctx) -> Result<Descs> {
     const ValueKind k = ctx.input(0).kind;
-    const ValueKind e = k == ValueKind::kOptionalSequence || k == ValueKind::kSequence ? ValueKind::kSequence
-                                                                                        : ValueKind::kTensor;
+    const ValueKind e =
+        k == ValueKind::kOptionalSequence || k == ValueKind::kSequence ? ValueKind::kSequence : ValueKind::kTensor;
     return Descs{kind_desc(ctx.input(0), e)};
   };
   return s;
