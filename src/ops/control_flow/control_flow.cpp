@@ -5,6 +5,10 @@
 namespace kiln {
 
 Result<TensorDesc> merge_descs(const TensorDesc& a, const TensorDesc& b) {
+  // An optional meets the kind it holds (Loop carrying an optional that the body fills): stays optional.
+  const bool holds = (a.kind == ValueKind::kOptionalSequence && b.kind == ValueKind::kSequence) ||
+                     (a.kind == ValueKind::kOptionalTensor && b.kind == ValueKind::kTensor);
+  if (holds) return merge_descs(a, kind_desc(b, a.kind));
   if (a.kind != b.kind) return invalid_argument("a ", value_kind_name(a.kind), " meets a ", value_kind_name(b.kind));
   if (a.dtype != b.dtype) return invalid_argument(dtype_name(a.dtype), " meets ", dtype_name(b.dtype));
   TensorDesc out = a;
@@ -83,7 +87,7 @@ OpSchema loop_schema() {
                                     "runs body while a trip count and a condition allow, with carried values and scan "
                                     "outputs (ONNX Loop)");
   s.input_names = {"M", "cond", "v_initial"};
-  s.min_inputs = 2;
+  s.min_inputs = 0;  // M and cond may both be left out
   s.max_inputs = -1;
   s.host = true;
   s.infer = [](const InferContext& ctx) -> Result<Descs> {
@@ -120,6 +124,7 @@ OpSchema scan_schema() {
   OpSchema s = make_schema<ScanAttrs>("Scan", "control_flow",
                                       "runs body over slices of the scan inputs with carried state (ONNX Scan)");
   s.input_names = {"initial_state_and_scan_inputs"};
+  s.min_inputs = 0;  // opset 8's first input, sequence_lens, may be left out
   s.max_inputs = -1;
   s.host = true;
   s.infer = [](const InferContext& ctx) -> Result<Descs> {
