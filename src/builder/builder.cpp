@@ -19,16 +19,29 @@ OpCall call_for(const Node& n) {
   pad_optional_inputs(*n.schema, call.inputs, unused);
   return call;
 }
-}  // namespace
+// Host ops (control flow, sequences, optionals, and Identity of one) are run by the runtime itself.
+bool runs_on_host(const Node& n) {
+  return n.schema->host ||
+         (n.op() == "Identity" && n.inputs.size() == 1 && n.inputs[0] && n.inputs[0]->kind != ValueKind::kTensor);
+}
 
-Result<std::string> build_engine(const Graph& graph, const BuildOptions& options, BuildReport* report) {
-  KILN_RETURN_IF_ERROR(graph.verify());
+// The plan of one graph: a kernel per node, a sub-plan per subgraph; failures name the subgraph path.
+Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& options, BuildReport& rep,
+                                  std::vector<std::string>& failures, const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
-  BuildReport local;
-  BuildReport& rep = report ? *report : local;
   nlohmann::json plan = nlohmann::json::array();
-  std::vector<std::string> failures;
   for (Node* n : order) {
+    if (runs_on_host(*n)) {
+      nlohmann::json step = {{"node", n->name}, {"kernel", "host"}};
+      for (const Subgraph& sub : n->subgraphs) {
+        KILN_ASSIGN_OR_RETURN(nlohmann::json subplan,
+                              plan_graph(*sub.graph, options, rep, failures, path + n->name + "/" + sub.name + "/"));
+        step["subplans"].push_back(subplan);
+      }
+      rep.choices.push_back(str_cat(path, n->name, " (", n->op(), "): host"));
+      plan.push_back(step);
+      continue;
+    }
     const OpCall call = call_for(*n);
     auto impl = KernelRegistry::global().select(call, options.backend);
     if (!impl && options.reference_fallback && options.backend != Backend::kRef) {
@@ -41,13 +54,24 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
       }
     }
     if (!impl) {
-      failures.push_back(Status(impl.status()).with_node(n->context()).to_string());
+      failures.push_back(path + Status(impl.status()).with_node(n->context()).to_string());
       continue;
     }
-    rep.choices.push_back(str_cat(n->name, " (", n->op(), "): ", (*impl)->name));
+    rep.choices.push_back(str_cat(path, n->name, " (", n->op(), "): ", (*impl)->name));
     log_verbose("builder: ", rep.choices.back());
     plan.push_back({{"node", n->name}, {"kernel", (*impl)->name}});
   }
+  return plan;
+}
+
+}  // namespace
+
+Result<std::string> build_engine(const Graph& graph, const BuildOptions& options, BuildReport* report) {
+  KILN_RETURN_IF_ERROR(graph.verify());
+  BuildReport local;
+  BuildReport& rep = report ? *report : local;
+  std::vector<std::string> failures;
+  KILN_ASSIGN_OR_RETURN(nlohmann::json plan, plan_graph(graph, options, rep, failures, ""));
   if (!failures.empty()) {
     std::string msg = str_cat(failures.size(), " node", failures.size() > 1 ? "s" : "", " cannot run on ",
                               backend_name(options.backend), ":");

@@ -11,7 +11,8 @@
 namespace kiln {
 
 std::string Value::to_string() const {
-  std::string s = name + ": " + std::string(dtype_name(dtype)) + "[";
+  std::string s = name + ": " + (kind == ValueKind::kTensor ? "" : str_cat(value_kind_name(kind), " of ")) +
+                  std::string(dtype_name(dtype)) + "[";
   for (int i = 0; i < dims.rank(); ++i) {
     if (i) s += ", ";
     const bool named = i < static_cast<int>(dim_names.size()) && !dim_names[i].empty();
@@ -45,6 +46,24 @@ Result<Value*> Graph::add_input(std::string name, DataType dtype, Dims dims, std
   return v;
 }
 
+Result<Value*> Graph::add_capture(const Value& outer) {
+  if (find_value(outer.name))
+    return invalid_argument("capture '", outer.name, "': a value of that name already exists");
+  Value* v = new_value(outer.name);
+  v->dtype = outer.dtype;
+  v->kind = outer.kind;
+  v->dims = outer.dims;
+  v->dim_names = outer.dim_names;
+  v->type = outer.type;
+  v->is_capture = true;
+  captures_.push_back(v);
+  return v;
+}
+
+Status subgraph_error(const Node& owner, const std::string& sub, const Status& inner) {
+  return Status(inner.code(), str_cat(owner.name, "/", sub, "/", inner.to_string()));
+}
+
 Result<Value*> Graph::add_constant(std::string name, Tensor value) {
   if (!value.defined()) return invalid_argument("constant '", name, "' has no data");
   if (!value.device().is_cpu()) return invalid_argument("constant '", name, "' must be given in host memory");
@@ -67,13 +86,22 @@ Result<std::vector<TensorDesc>> Graph::infer_node(const Node& node) const {
     values.push_back(in ? in->value() : nullptr);
   }
   InferContext ctx(*node.attrs, descs, values);
+  std::vector<SubgraphSig> sigs;
+  for (const Subgraph& sub : node.subgraphs) {
+    SubgraphSig sig{sub.name, {}, {}};
+    for (Value* v : sub.graph->inputs()) sig.inputs.push_back(v->desc());
+    for (Value* v : sub.graph->outputs()) sig.outputs.push_back(v->desc());
+    sigs.push_back(std::move(sig));
+  }
+  ctx.set_subgraphs(sigs);
   auto out = node.schema->infer_outputs(ctx);
   if (!out) return out.take_status().with_node(node.context());
   return out;
 }
 
 Result<Node*> Graph::add_node(std::string_view op, std::string name, std::unique_ptr<Attrs> attrs,
-                              std::vector<Value*> inputs, std::vector<std::string> output_names) {
+                              std::vector<Value*> inputs, std::vector<std::string> output_names,
+                              std::vector<Subgraph> subgraphs) {
   const OpSchema* schema = OpRegistry::global().find(op);
   const NodeContext ctx{next_node_id_, name, std::string(op)};
   if (!schema) return unsupported("kiln has no op '", op, "'").with_node(ctx);
@@ -90,6 +118,7 @@ Result<Node*> Graph::add_node(std::string_view op, std::string name, std::unique
   node->schema = schema;
   node->attrs = std::move(attrs);
   node->inputs = std::move(inputs);
+  node->subgraphs = std::move(subgraphs);
   KILN_ASSIGN_OR_RETURN(std::vector<TensorDesc> outs, infer_node(*node));
   for (size_t i = 0; i < outs.size(); ++i) {
     std::string out_name =
@@ -99,6 +128,7 @@ Result<Node*> Graph::add_node(std::string_view op, std::string name, std::unique
           .with_node(node->context());
     Value* v = new_value(std::move(out_name));
     v->dtype = outs[i].dtype;
+    v->kind = outs[i].kind;
     v->dims = outs[i].dims;
     v->producer = node.get();
     v->producer_output = static_cast<int>(i);
@@ -352,6 +382,7 @@ Status Graph::infer_shapes() {
           .with_node(n->context());
     for (size_t i = 0; i < outs.size(); ++i) {
       n->outputs[i]->dtype = outs[i].dtype;
+      n->outputs[i]->kind = outs[i].kind;
       n->outputs[i]->dims = outs[i].dims;
     }
   }
@@ -366,7 +397,7 @@ Status Graph::verify() const {
   for (auto& v : values_) {
     owned.insert(v.get());
     if (!names.insert(v->name).second) problems.push_back(str_cat("two values are named '", v->name, "'"));
-    if (!v->producer && !v->is_graph_input && !v->is_constant())
+    if (!v->producer && !v->is_graph_input && !v->is_constant() && !v->is_capture)
       problems.push_back(str_cat("value '", v->name, "' has no producer and is neither an input nor a constant"));
   }
   for (Value* out : outputs_)
@@ -392,6 +423,18 @@ Status Graph::verify() const {
         }
       }
     }
+    for (const Subgraph& sub : n->subgraphs) {
+      if (!sub.graph) {
+        problem(invalid_argument("subgraph '", sub.name, "' is missing").with_node(n->context()));
+        continue;
+      }
+      for (Value* c : sub.graph->captures())
+        if (std::none_of(n->inputs.begin(), n->inputs.end(), [&](Value* in) { return in && in->name == c->name; }))
+          problem(invalid_argument("subgraph '", sub.name, "' captures '", c->name, "', which the node does not take")
+                      .with_node(n->context()));
+      Status s = sub.graph->verify();
+      if (!s.is_ok()) problem(subgraph_error(*n, sub.name, s));
+    }
     auto outs = infer_node(*n);
     if (!outs) {
       problem(outs.status());
@@ -399,7 +442,7 @@ Status Graph::verify() const {
     }
     for (size_t i = 0; i < outs->size() && i < n->outputs.size(); ++i) {
       const Value* v = n->outputs[i];
-      if ((*outs)[i].dtype != v->dtype || (*outs)[i].dims != v->dims)
+      if ((*outs)[i].dtype != v->dtype || (*outs)[i].dims != v->dims || (*outs)[i].kind != v->kind)
         problem(invalid_argument("output '", v->name, "' is recorded as ", v->desc().to_string(),
                                  " but inference gives ", (*outs)[i].to_string())
                     .with_node(n->context()));
@@ -411,14 +454,15 @@ Status Graph::verify() const {
   return invalid_argument(msg);
 }
 
-std::string Graph::to_text() const {
+std::string Graph::to_text(int indent) const {
+  const std::string pad(static_cast<size_t>(indent), ' ');
   std::string s = "graph(";
   for (size_t i = 0; i < inputs_.size(); ++i) s += (i ? ", " : "") + inputs_[i]->to_string();
   s += ")\n";
   auto order = topological_order();
   const std::vector<Node*> nodes = order ? *order : this->nodes();
   for (Node* n : nodes) {
-    s += "  ";
+    s += pad + "  ";
     for (size_t i = 0; i < n->outputs.size(); ++i) s += (i ? ", " : "") + n->outputs[i]->to_string();
     s += " = " + n->op() + "[" + n->name + "](";
     for (size_t i = 0; i < n->inputs.size(); ++i) {
@@ -430,8 +474,9 @@ std::string Graph::to_text() const {
     const std::string a = n->attrs->to_string();
     if (!a.empty()) s += " {" + a + "}";
     s += "\n";
+    for (const Subgraph& sub : n->subgraphs) s += pad + "    " + sub.name + ": " + sub.graph->to_text(indent + 4);
   }
-  s += "  return ";
+  s += pad + "  return ";
   for (size_t i = 0; i < outputs_.size(); ++i) s += (i ? ", " : "") + outputs_[i]->name;
   return s + "\n";
 }

@@ -15,6 +15,7 @@
 namespace kiln {
 
 class Node;
+class Graph;
 
 struct Use {
   Node* node;
@@ -25,7 +26,8 @@ class Value {
  public:
   int id = -1;
   std::string name;
-  DataType dtype = DataType::kFloat32;
+  DataType dtype = DataType::kFloat32;  ///< for sequences and optionals: of the element
+  ValueKind kind = ValueKind::kTensor;
   Dims dims;                           ///< kDynamicDim where unknown until run time
   std::vector<std::string> dim_names;  ///< symbolic names ("batch", "seq") per dim; "" where none
   std::optional<NeuralType> type;      ///< optional semantic type
@@ -37,13 +39,21 @@ class Value {
   /// Graph::fold_known_values() turns it into a constant.
   std::optional<Tensor> known_value;
   bool is_graph_input = false;
+  /// In a subgraph: stands for the value of the same name in an enclosing graph.
+  bool is_capture = false;
 
   bool is_constant() const { return constant.defined(); }
   /// The host value when it is known before run time (a constant or a folded output), else nullptr.
   const Tensor* value() const { return constant.defined() ? &constant : known_value ? &*known_value : nullptr; }
-  TensorDesc desc() const { return {dtype, dims, true}; }
+  TensorDesc desc() const { return {dtype, dims, true, kind}; }
   /// "x: float32[batch, 3, 224, 224]".
   std::string to_string() const;
+};
+
+/// A graph a node owns (If's then_branch, Loop's body), named by its ONNX attribute.
+struct Subgraph {
+  std::string name;
+  std::unique_ptr<Graph> graph;
 };
 
 class Node {
@@ -54,6 +64,9 @@ class Node {
   std::unique_ptr<Attrs> attrs;
   std::vector<Value*> inputs;  ///< nullptr for a skipped optional input
   std::vector<Value*> outputs;
+  /// Graphs the node owns. Their captures are also inputs of the node (after its own inputs), so
+  /// ordering, liveness and uses see them.
+  std::vector<Subgraph> subgraphs;
   /// Neural types this node expects on its inputs (empty or nullopt: no check).
   std::vector<std::optional<NeuralType>> expected_input_types;
 
@@ -89,7 +102,11 @@ class Graph {
   /// values where the op needs them) and creates them named `output_names` (or "<name>:<i>").
   /// Errors carry the node's context.
   Result<Node*> add_node(std::string_view op, std::string name, std::unique_ptr<Attrs> attrs,
-                         std::vector<Value*> inputs, std::vector<std::string> output_names = {});
+                         std::vector<Value*> inputs, std::vector<std::string> output_names = {},
+                         std::vector<Subgraph> subgraphs = {});
+  /// In a subgraph: a value standing for `outer` of an enclosing graph, matched by name at run time.
+  Result<Value*> add_capture(const Value& outer);
+  const std::vector<Value*>& captures() const { return captures_; }
   Status mark_output(Value* value);
 
   const std::vector<Value*>& inputs() const { return inputs_; }
@@ -123,7 +140,8 @@ class Graph {
   /// neural types on every connection; reports every problem found, one per line.
   Status verify() const;
   /// A readable listing: inputs, one line per node, outputs.
-  std::string to_text() const;
+  std::string to_text() const { return to_text(0); }
+  std::string to_text(int indent) const;
   /// Re-runs shape inference front to back (after an input's dims change).
   Status infer_shapes();
 
@@ -135,11 +153,14 @@ class Graph {
 
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::vector<Value*> inputs_, outputs_;
+  std::vector<Value*> inputs_, outputs_, captures_;
   std::unordered_map<std::string, Value*> value_by_name_;
   std::unordered_map<std::string, Node*> node_by_name_;
   std::unordered_set<const Value*> owned_;
   int next_value_id_ = 0, next_node_id_ = 0;
 };
+
+/// An error inside subgraph `sub` of `owner`, named with its path: "If_3404/then_branch/node 12 'Gather_7' ...".
+Status subgraph_error(const Node& owner, const std::string& sub, const Status& inner);
 
 }  // namespace kiln

@@ -9,17 +9,22 @@ using nlohmann::json;
 
 namespace {
 json dims_json(const Dims& d) { return d.to_vector(); }
-}  // namespace
 
-std::string serialize_graph(const Graph& graph) {
+json value_json(const Value* v) {
+  return {{"name", v->name},
+          {"dtype", dtype_name(v->dtype)},
+          {"kind", static_cast<int>(v->kind)},
+          {"dims", dims_json(v->dims)},
+          {"dim_names", v->dim_names}};
+}
+
+// The description of one graph; constants' bytes go to `blob`. Subgraphs nest under their node.
+json graph_json(const Graph& graph, std::string& blob) {
   json j;
-  std::string blob;
   j["inputs"] = json::array();
-  for (Value* v : graph.inputs())
-    j["inputs"].push_back({{"name", v->name},
-                           {"dtype", dtype_name(v->dtype)},
-                           {"dims", dims_json(v->dims)},
-                           {"dim_names", v->dim_names}});
+  for (Value* v : graph.inputs()) j["inputs"].push_back(value_json(v));
+  j["captures"] = json::array();
+  for (Value* v : graph.captures()) j["captures"].push_back(value_json(v));
   j["constants"] = json::array();
   for (Value* v : graph.values()) {
     if (!v->is_constant()) continue;
@@ -33,18 +38,114 @@ std::string serialize_graph(const Graph& graph) {
   j["nodes"] = json::array();
   auto order = graph.topological_order();
   for (Node* n : order ? *order : graph.nodes()) {
-    json inputs = json::array(), outputs = json::array();
+    json inputs = json::array(), outputs = json::array(), subgraphs = json::array();
     for (Value* in : n->inputs) inputs.push_back(in ? in->name : "");
     for (Value* out : n->outputs) outputs.push_back(out->name);
-    j["nodes"].push_back({{"name", n->name},
-                          {"op", n->op()},
-                          {"attrs", json::parse(n->attrs->to_json())},
-                          {"inputs", inputs},
-                          {"outputs", outputs}});
+    for (const Subgraph& sub : n->subgraphs)
+      subgraphs.push_back({{"name", sub.name}, {"graph", graph_json(*sub.graph, blob)}});
+    json node = {{"name", n->name},
+                 {"op", n->op()},
+                 {"attrs", json::parse(n->attrs->to_json())},
+                 {"inputs", inputs},
+                 {"outputs", outputs}};
+    if (!subgraphs.empty()) node["subgraphs"] = subgraphs;
+    j["nodes"].push_back(node);
   }
   j["outputs"] = json::array();
   for (Value* v : graph.outputs()) j["outputs"].push_back(v->name);
-  const std::string text = j.dump();
+  return j;
+}
+
+Result<DataType> read_dtype(const json& d) {
+  auto t = parse_dtype(d.get<std::string>());
+  if (!t) return invalid_argument("unknown dtype '", d.get<std::string>(), "'");
+  return *t;
+}
+
+Result<Dims> read_dims(const json& d) {
+  std::vector<int64_t> v = d.get<std::vector<int64_t>>();
+  return Dims::from(v);
+}
+
+Status read_value_desc(const json& in, Value* v) {
+  const int kind = in.value("kind", 0);
+  if (kind < 0 || kind > static_cast<int>(ValueKind::kOptionalSequence))
+    return invalid_argument("value '", v->name, "' has an unknown kind ", kind);
+  v->kind = static_cast<ValueKind>(kind);
+  return Status::ok();
+}
+
+Status read_graph(const json& j, std::string_view blob, Graph& graph, int depth) {
+  if (depth > 64) return invalid_argument("subgraphs nest too deeply");
+  for (const json& in : j.at("inputs")) {
+    KILN_ASSIGN_OR_RETURN(Dims dims, read_dims(in.at("dims")));
+    KILN_ASSIGN_OR_RETURN(DataType dtype, read_dtype(in.at("dtype")));
+    KILN_ASSIGN_OR_RETURN(Value * v, graph.add_input(in.at("name"), dtype, dims, in.at("dim_names")));
+    KILN_RETURN_IF_ERROR(read_value_desc(in, v));
+  }
+  if (j.contains("captures"))
+    for (const json& c : j.at("captures")) {
+      Value outer;
+      outer.name = c.at("name");
+      KILN_ASSIGN_OR_RETURN(outer.dims, read_dims(c.at("dims")));
+      KILN_ASSIGN_OR_RETURN(outer.dtype, read_dtype(c.at("dtype")));
+      outer.dim_names = c.at("dim_names").get<std::vector<std::string>>();
+      KILN_RETURN_IF_ERROR(read_value_desc(c, &outer));
+      KILN_RETURN_IF_ERROR(graph.add_capture(outer).status());
+    }
+  for (const json& c : j.at("constants")) {
+    KILN_ASSIGN_OR_RETURN(Dims dims, read_dims(c.at("dims")));
+    KILN_ASSIGN_OR_RETURN(DataType dtype, read_dtype(c.at("dtype")));
+    const uint64_t offset = c.at("offset"), size = c.at("bytes");
+    if (offset > blob.size() || size > blob.size() - offset)
+      return invalid_argument("constant '", c.at("name").get<std::string>(), "' runs past the end of the data");
+    KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
+    if (t.nbytes() != size)
+      return invalid_argument("constant '", c.at("name").get<std::string>(), "' has the wrong size");
+    std::memcpy(t.raw(), blob.data() + offset, size);
+    KILN_RETURN_IF_ERROR(graph.add_constant(c.at("name"), std::move(t)).status());
+  }
+  for (const json& n : j.at("nodes")) {
+    const std::string op = n.at("op");
+    const OpSchema* schema = OpRegistry::global().find(op);
+    if (!schema) return unsupported("the graph uses op '", op, "', which this kiln does not have");
+    auto attrs = schema->make_attrs();
+    KILN_RETURN_IF_ERROR(attrs->from_json(n.at("attrs").dump()));
+    std::vector<Value*> inputs;
+    for (const json& in : n.at("inputs")) {
+      const std::string name = in;
+      if (name.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      Value* v = graph.find_value(name);
+      if (!v) return invalid_argument("node '", n.at("name").get<std::string>(), "' uses unknown value '", name, "'");
+      inputs.push_back(v);
+    }
+    std::vector<Subgraph> subgraphs;
+    if (n.contains("subgraphs"))
+      for (const json& sub : n.at("subgraphs")) {
+        Subgraph sg{sub.at("name"), std::make_unique<Graph>()};
+        Status s = read_graph(sub.at("graph"), blob, *sg.graph, depth + 1);
+        if (!s.is_ok()) return std::move(s).with_prefix(str_cat(n.at("name").get<std::string>(), "/", sg.name));
+        subgraphs.push_back(std::move(sg));
+      }
+    KILN_RETURN_IF_ERROR(
+        graph.add_node(op, n.at("name"), std::move(attrs), inputs, n.at("outputs"), std::move(subgraphs)).status());
+  }
+  for (const json& o : j.at("outputs")) {
+    Value* v = graph.find_value(o.get<std::string>());
+    if (!v) return invalid_argument("graph output '", o.get<std::string>(), "' is unknown");
+    KILN_RETURN_IF_ERROR(graph.mark_output(v));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string serialize_graph(const Graph& graph) {
+  std::string blob;
+  const std::string text = graph_json(graph, blob).dump();
   std::string out;
   const uint64_t len = text.size();
   out.append(reinterpret_cast<const char*>(&len), 8);
@@ -60,59 +161,9 @@ Result<std::unique_ptr<Graph>> deserialize_graph(std::string_view bytes) {
   if (len > bytes.size() - 8) return invalid_argument("graph data is truncated (description runs past the end)");
   const json j = json::parse(bytes.substr(8, len), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return invalid_argument("graph description is not valid JSON");
-  const std::string_view blob = bytes.substr(8 + len);
   auto graph = std::make_unique<Graph>();
   try {
-    auto read_dims = [](const json& d) -> Result<Dims> {
-      std::vector<int64_t> v = d.get<std::vector<int64_t>>();
-      return Dims::from(v);
-    };
-    auto read_dtype = [](const json& d) -> Result<DataType> {
-      auto t = parse_dtype(d.get<std::string>());
-      if (!t) return invalid_argument("unknown dtype '", d.get<std::string>(), "'");
-      return *t;
-    };
-    for (const json& in : j.at("inputs")) {
-      KILN_ASSIGN_OR_RETURN(Dims dims, read_dims(in.at("dims")));
-      KILN_ASSIGN_OR_RETURN(DataType dtype, read_dtype(in.at("dtype")));
-      KILN_RETURN_IF_ERROR(graph->add_input(in.at("name"), dtype, dims, in.at("dim_names")).status());
-    }
-    for (const json& c : j.at("constants")) {
-      KILN_ASSIGN_OR_RETURN(Dims dims, read_dims(c.at("dims")));
-      KILN_ASSIGN_OR_RETURN(DataType dtype, read_dtype(c.at("dtype")));
-      const uint64_t offset = c.at("offset"), size = c.at("bytes");
-      if (offset > blob.size() || size > blob.size() - offset)
-        return invalid_argument("constant '", c.at("name").get<std::string>(), "' runs past the end of the data");
-      KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
-      if (t.nbytes() != size)
-        return invalid_argument("constant '", c.at("name").get<std::string>(), "' has the wrong size");
-      std::memcpy(t.raw(), blob.data() + offset, size);
-      KILN_RETURN_IF_ERROR(graph->add_constant(c.at("name"), std::move(t)).status());
-    }
-    for (const json& n : j.at("nodes")) {
-      const std::string op = n.at("op");
-      const OpSchema* schema = OpRegistry::global().find(op);
-      if (!schema) return unsupported("the graph uses op '", op, "', which this kiln does not have");
-      auto attrs = schema->make_attrs();
-      KILN_RETURN_IF_ERROR(attrs->from_json(n.at("attrs").dump()));
-      std::vector<Value*> inputs;
-      for (const json& in : n.at("inputs")) {
-        const std::string name = in;
-        if (name.empty()) {
-          inputs.push_back(nullptr);
-          continue;
-        }
-        Value* v = graph->find_value(name);
-        if (!v) return invalid_argument("node '", n.at("name").get<std::string>(), "' uses unknown value '", name, "'");
-        inputs.push_back(v);
-      }
-      KILN_RETURN_IF_ERROR(graph->add_node(op, n.at("name"), std::move(attrs), inputs, n.at("outputs")).status());
-    }
-    for (const json& o : j.at("outputs")) {
-      Value* v = graph->find_value(o.get<std::string>());
-      if (!v) return invalid_argument("graph output '", o.get<std::string>(), "' is unknown");
-      KILN_RETURN_IF_ERROR(graph->mark_output(v));
-    }
+    KILN_RETURN_IF_ERROR(read_graph(j, bytes.substr(8 + len), *graph, 0));
   } catch (const json::exception& e) {
     return invalid_argument("graph description is malformed: ", e.what());
   }

@@ -93,10 +93,13 @@ const ExportFn* ExporterRegistry::find(const std::string& op) const {
   return it == exporters_.end() ? nullptr : &it->second;
 }
 
-namespace {
 void value_info(const Value* v, onnx::ValueInfoProto& info) {
   info.set_name(v->name);
-  auto* tt = info.mutable_type()->mutable_tensor_type();
+  onnx::TypeProto* type = info.mutable_type();
+  if (is_optional(v->kind)) type = type->mutable_optional_type()->mutable_elem_type();
+  if (v->kind == ValueKind::kSequence || v->kind == ValueKind::kOptionalSequence)
+    type = type->mutable_sequence_type()->mutable_elem_type();
+  auto* tt = type->mutable_tensor_type();
   tt->set_elem_type(onnx_import::to_onnx_dtype(v->dtype));
   auto* shape = tt->mutable_shape();
   for (int i = 0; i < v->dims.rank(); ++i) {
@@ -107,7 +110,6 @@ void value_info(const Value* v, onnx::ValueInfoProto& info) {
       d->set_dim_param(v->dim_names[i]);
   }
 }
-}  // namespace
 
 Result<std::string> export_model(const Graph& graph, const std::string& graph_name) {
   onnx::ModelProto model;
@@ -119,6 +121,13 @@ Result<std::string> export_model(const Graph& graph, const std::string& graph_na
   opset->set_version(kExportOpset);
   onnx::GraphProto& g = *model.mutable_graph();
   g.set_name(graph_name);
+  KILN_RETURN_IF_ERROR(export_graph(graph, g));
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) return internal_error("ONNX model serialization failed");
+  return bytes;
+}
+
+Status export_graph(const Graph& graph, onnx::GraphProto& g) {
   ExportContext ctx(g);
   for (Value* v : graph.values()) (void)ctx.fresh_name(v->name);  // reserve every kiln name
   for (Value* v : graph.inputs()) value_info(v, *g.add_input());
@@ -143,9 +152,7 @@ Result<std::string> export_model(const Graph& graph, const std::string& graph_na
     return unsupported(msg);
   }
   for (Value* v : graph.outputs()) value_info(v, *g.add_output());
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) return internal_error("ONNX model serialization failed");
-  return bytes;
+  return Status::ok();
 }
 
 Status export_file(const Graph& graph, const std::string& path) {

@@ -63,6 +63,12 @@ class ExporterRegistry {
   static const bool KILN_CONCAT(kiln_onnx_exporter_registered_, __LINE__) = \
       ::kiln::onnx_export::ExporterRegistry::global().add(op, __VA_ARGS__)
 
+/// Writes `graph` (inputs, initializers, nodes, outputs) into `proto`; a subgraph's captures are
+/// referred to by name. Used for the model's graph and for the graphs If, Loop and Scan own.
+Status export_graph(const Graph& graph, onnx::GraphProto& proto);
+/// The ONNX type of a kiln value (tensor, sequence or optional).
+void value_info(const Value* v, onnx::ValueInfoProto& info);
+
 /// Serialized ModelProto; every node kiln cannot express in ONNX is listed in the error.
 Result<std::string> export_model(const Graph& graph, const std::string& graph_name = "kiln");
 Status export_file(const Graph& graph, const std::string& path);

@@ -51,9 +51,17 @@ double elements(const Dims& dims) {
 
 }  // namespace
 
-Value* ImportContext::lookup(const std::string& onnx_name) const {
+Value* ImportContext::lookup(const std::string& onnx_name) {
   auto it = env_.find(onnx_name);
-  return it == env_.end() ? nullptr : it->second;
+  if (it != env_.end()) return it->second;
+  Value* outer = parent_ ? parent_->lookup(onnx_name) : nullptr;
+  if (!outer) return nullptr;
+  // A known outer value is copied in, so folding inside the subgraph sees it; others are captured.
+  auto v = outer->value() ? graph_.add_constant(outer->name, *outer->value()) : graph_.add_capture(*outer);
+  if (!v) return nullptr;
+  if (!outer->value()) captured_.push_back(outer);
+  env_[onnx_name] = *v;
+  return *v;
 }
 
 Result<Value*> ImportContext::input(const OnnxNode& node, int i) {
@@ -111,7 +119,7 @@ Status ImportContext::fold(Node* n, const OnnxNode& node) {
   for (Value* in : n->inputs)
     if (in && !in->value() && !(n->schema->shape_only && in->dims.is_static())) return Status::ok();
   const std::optional<double> work = graph_.fold_work(*n);
-  if (work && *work <= limits_.max_work && *work > work_left_) {
+  if (work && *work <= limits_.max_work && *work > work_left()) {
     if (!work_spent_logged_)
       log_verbose("constant folding's work budget for this import is spent; '", n->name,
                   "' and later nodes are left to run time (--fold-work-total raises it)");
@@ -124,7 +132,7 @@ Status ImportContext::fold(Node* n, const OnnxNode& node) {
   }
   FoldOutcome outcome = graph_.try_fold(n, limits_);
   if (!outcome.folded && source_.budget) source_.budget->release(bytes);
-  if (outcome.folded && work) work_left_ -= *work;
+  if (outcome.folded && work) work_left() -= *work;
   // Constant inputs that make the op fail (an index out of range) fail the same way at run time.
   if (outcome.failure.code() == StatusCode::kInvalidArgument)
     return node.error("its constant inputs are invalid: ", outcome.failure.message());
@@ -188,10 +196,22 @@ std::string describe_type(const onnx::TypeProto& type) {
 
 Result<Value*> import_graph_input(Graph& graph, const onnx::ValueInfoProto& info, const ImportOptions& options,
                                   const std::string& source) {
-  const auto& type = info.type();
+  // Sequences and optionals of tensors: the element type names dtype and dims.
+  onnx::TypeProto type = info.type();
+  ValueKind kind = ValueKind::kTensor;
+  if (type.has_optional_type()) {
+    onnx::TypeProto elem = type.optional_type().elem_type();
+    kind = elem.has_sequence_type() ? ValueKind::kOptionalSequence : ValueKind::kOptionalTensor;
+    type = elem;
+  }
+  if (type.has_sequence_type()) {
+    if (kind == ValueKind::kTensor) kind = ValueKind::kSequence;
+    onnx::TypeProto elem = type.sequence_type().elem_type();
+    type = elem;
+  }
   if (!type.has_tensor_type())
-    return unsupported(source, ": graph input '", info.name(), "' is a ", describe_type(type),
-                       "; kiln takes tensors only");
+    return unsupported(source, ": graph input '", info.name(), "' is a ", describe_type(info.type()),
+                       "; kiln takes tensors and sequences or optionals of tensors");
   const auto dtype = from_onnx_dtype(type.tensor_type().elem_type());
   if (!dtype)
     return unsupported(source, ": graph input '", info.name(), "' has element type ",
@@ -214,10 +234,12 @@ Result<Value*> import_graph_input(Graph& graph, const onnx::ValueInfoProto& info
         names.push_back(d.has_dim_param() ? d.dim_param() : "");
       }
     }
-  } else {
+  } else if (kind == ValueKind::kTensor) {
     return unsupported(source, ": graph input '", info.name(), "' has no shape, not even a rank; give it one");
   }
-  return graph.add_input(info.name(), *dtype, dims, names);
+  KILN_ASSIGN_OR_RETURN(Value * v, graph.add_input(info.name(), *dtype, dims, names));
+  v->kind = kind;
+  return v;
 }
 
 // Expands a node that ONNX defines as a function into the function's body nodes.
@@ -307,6 +329,31 @@ Status import_node(ImportContext& ctx, const OnnxNode& node, int depth) {
   return node.unsupported_error("kiln has no importer for ONNX op ", node.op_type(), " (opset ", node.opset(), ")");
 }
 
+// The ops inside a node's graph attributes must be ones kiln imports; problems name the subgraph path.
+Status check_subgraphs(const OnnxNode& node, int depth = 0) {
+  if (depth > 16) return node.unsupported_error("subgraphs nest too deeply");
+  for (const auto& a : node.proto().attribute()) {
+    if (!a.has_g()) continue;
+    const auto& g = a.g();
+    for (int k = 0; k < g.node_size(); ++k) {
+      const auto& np = g.node(k);
+      const std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
+      const onnx::OpSchema* schema =
+          domain.empty() ? onnx::OpSchemaRegistry::Schema(np.op_type(), node.opset(), domain) : nullptr;
+      OnnxNode inner(np, k, node.opset(), schema);
+      const bool known = ImporterRegistry::global().find(domain, np.op_type()) ||
+                         (schema && (schema->HasFunction() || schema->HasContextDependentFunction()));
+      Status s = known ? check_subgraphs(inner, depth + 1)
+                       : inner.unsupported_error("kiln has no importer for ONNX op ", np.op_type(), " (opset ",
+                                                 node.opset(), "); replace it in the model or ask for it to be added");
+      if (!s.is_ok())
+        return Status(s.code(), str_cat(node.name().empty() ? str_cat(node.op_type(), "_", node.index()) : node.name(),
+                                        "/", a.name(), "/", s.to_string()));
+    }
+  }
+  return Status::ok();
+}
+
 // The static check of one node: known op, valid against the ONNX schema, the importer's own check.
 Status check_node(const OnnxNode& node, const std::set<std::string>& known_values,
                   const std::map<std::string, const onnx::NodeProto*>& producers) {
@@ -337,11 +384,137 @@ Status check_node(const OnnxNode& node, const std::set<std::string>& known_value
       return node.error("does not match the ONNX schema of opset ", node.opset(), ": ", what);
     }
   }
-  if (imp && imp->check) return imp->check(node);
+  if (imp && imp->check) KILN_RETURN_IF_ERROR(imp->check(node));
+  return check_subgraphs(node);
+}
+
+}  // namespace
+
+Result<Node*> ImportContext::add_owner(const OnnxNode& node, std::string_view op, std::unique_ptr<Attrs> attrs,
+                                       std::vector<Value*> inputs, std::vector<Subgraph> subgraphs) {
+  for (const Subgraph& sg : subgraphs)
+    for (Value* c : sg.graph->captures()) {
+      Value* outer = graph_.find_value(c->name);
+      if (!outer) return node.error(sg.name, " captures '", c->name, "', which is not in scope");
+      if (std::find(inputs.begin(), inputs.end(), outer) == inputs.end()) inputs.push_back(outer);
+    }
+  std::vector<std::string> out_names;
+  for (int i = 0; i < node.num_outputs(); ++i) out_names.push_back(node.proto().output(i));
+  auto added =
+      graph_.add_node(op, node_name(node), std::move(attrs), std::move(inputs), out_names, std::move(subgraphs));
+  if (!added) {
+    Status s = added.take_status();
+    return Status(s.code(), s.message()).with_node(node.context());
+  }
+  for (int i = 0; i < node.num_outputs() && i < static_cast<int>((*added)->outputs.size()); ++i)
+    if (node.has_output(i)) bind(node.proto().output(i), (*added)->outputs[i]);
+  return added;
+}
+
+namespace {
+
+// Names read inside the graph attributes of `np` (at any depth): outer values they use must stay known until
+// the node is imported.
+void subgraph_reads(const onnx::NodeProto& np, std::vector<std::string>& out) {
+  auto visit = [&](const onnx::GraphProto& g) {
+    for (const auto& n : g.node()) {
+      for (const auto& in : n.input())
+        if (!in.empty()) out.push_back(in);
+      subgraph_reads(n, out);
+    }
+    for (const auto& o : g.output()) out.push_back(o.name());
+  };
+  for (const auto& a : np.attribute()) {
+    if (a.has_g()) visit(a.g());
+    for (const auto& g : a.graphs()) visit(g);
+  }
+}
+
+const onnx::GraphProto* graph_attr(const OnnxNode& node, const std::string& attr) {
+  for (const auto& a : node.proto().attribute())
+    if (a.name() == attr && a.has_g()) return &a.g();
+  return nullptr;
+}
+
+// Imports the initializers and nodes of `g` into `ctx`; errors carry the subgraph path.
+Status import_body(ImportContext& ctx, const onnx::GraphProto& g, const std::string& path) {
+  for (const auto& init : g.initializer()) {
+    auto t = tensor_from_proto(init, ctx.tensor_source(), str_cat("initializer '", init.name(), "'"));
+    if (!t) return Status(t.status().code(), path + t.status().to_string());
+    auto v = ctx.graph().add_constant(init.name(), std::move(*t));
+    if (!v) return Status(v.status().code(), path + v.status().to_string());
+    ctx.bind(init.name(), *v);
+  }
+  for (int k = 0; k < g.node_size(); ++k) {
+    const auto& np = g.node(k);
+    const std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    auto it = ctx.opsets().find(domain);
+    const int opset = it == ctx.opsets().end() ? -1 : static_cast<int>(it->second);
+    const onnx::OpSchema* schema = opset < 0 ? nullptr : onnx::OpSchemaRegistry::Schema(np.op_type(), opset, domain);
+    OnnxNode inner(np, k, opset, schema);
+    Status s = opset < 0 ? inner.unsupported_error("its domain '", np.domain(), "' is not in the model's opset_import")
+                         : import_node(ctx, inner, 0);
+    if (s.is_ok())
+      for (int i = 0; i < inner.num_outputs(); ++i)
+        if (inner.has_output(i) && !ctx.lookup(np.output(i)))
+          s = inner.error("the importer produced no value for output '", np.output(i), "'");
+    if (!s.is_ok()) return Status(s.code(), path + s.to_string());
+  }
   return Status::ok();
 }
 
 }  // namespace
+
+Result<Subgraph> ImportContext::import_subgraph(const OnnxNode& node, const std::string& attr,
+                                                const std::vector<TensorDesc>& hints) {
+  const onnx::GraphProto* g = graph_attr(node, attr);
+  if (!g) return node.error("has no graph attribute '", attr, "'");
+  const std::string path = str_cat(node_name(node), "/", attr, "/");
+  auto graph = std::make_unique<Graph>();
+  ImportContext sub(*graph, source_, limits_, 0, this);
+  for (int i = 0; i < g->input_size(); ++i) {
+    const auto& info = g->input(i);
+    Result<Value*> v = static_cast<Value*>(nullptr);
+    if (i < static_cast<int>(hints.size()) && hints[i].present) {
+      v = graph->add_input(info.name(), hints[i].dtype, hints[i].dims);
+      if (v) (*v)->kind = hints[i].kind;
+    } else {
+      v = import_graph_input(*graph, info, {}, path + "input");
+    }
+    if (!v) return Status(v.status().code(), path + v.status().message()).with_node(node.context());
+    sub.bind(info.name(), *v);
+  }
+  KILN_RETURN_IF_ERROR(import_body(sub, *g, path));
+  for (const auto& o : g->output()) {
+    Value* v = sub.lookup(o.name());
+    if (!v) return node.error(attr, " output '", o.name(), "' is not produced by any node of it");
+    const auto& outs = graph->outputs();
+    if (!v->producer || std::find(outs.begin(), outs.end(), v) != outs.end()) {
+      // An input, a capture, a constant or a repeated output: a copy keeps the outputs positional.
+      auto copy = graph->add_node("Identity", str_cat(o.name(), "/out", outs.size()), nullptr, {v});
+      if (!copy) return Status(copy.status().code(), path + copy.status().to_string());
+      v = (*copy)->outputs[0];
+    }
+    KILN_RETURN_IF_ERROR(graph->mark_output(v));
+  }
+  Status folded = graph->fold_known_values();
+  if (!folded.is_ok()) return Status(folded.code(), path + folded.message());
+  return Subgraph{attr, std::move(graph)};
+}
+
+Status ImportContext::inline_subgraph(const OnnxNode& node, const std::string& attr) {
+  const onnx::GraphProto* g = graph_attr(node, attr);
+  if (!g) return node.error("has no graph attribute '", attr, "'");
+  KILN_RETURN_IF_ERROR(import_body(*this, *g, str_cat(node_name(node), "/", attr, "/")));
+  if (g->output_size() < node.num_outputs())
+    return node.error(attr, " gives ", g->output_size(), " outputs for ", node.num_outputs());
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    Value* v = lookup(g->output(i).name());
+    if (!v) return node.error(attr, " output '", g->output(i).name(), "' is not produced by any node of it");
+    KILN_RETURN_IF_ERROR(bind_output(node, i, v));
+  }
+  return Status::ok();
+}
 
 namespace {
 
@@ -394,6 +567,7 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
   limits.max_node_bytes = options.fold_node_bytes;
   limits.max_work = options.fold_work_limit;
   ImportContext ctx(*graph, tensor_source, limits, options.fold_work_total);
+  ctx.opsets() = out.opsets;
   std::set<std::string> known, initializer_names;
   Problems problems;
 
@@ -466,9 +640,13 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
 
   // Readers left per ONNX name: a folded value nobody reads any more is dropped (graph outputs never are).
   std::unordered_map<std::string, int64_t> readers;
-  for (const auto& np : g.node())
-    for (const auto& in : np.input())
+  std::vector<std::vector<std::string>> inner_reads(static_cast<size_t>(g.node_size()));
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const auto& in : g.node(i).input())
       if (!in.empty()) ++readers[in];
+    subgraph_reads(g.node(i), inner_reads[static_cast<size_t>(i)]);
+    for (const auto& in : inner_reads[static_cast<size_t>(i)]) ++readers[in];
+  }
   for (const auto& o : g.output()) readers[o.name()] += int64_t{1} << 40;
   for (const auto& np : g.node())
     for (const auto& o : np.output())
@@ -496,6 +674,10 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
         --readers[node.proto().input(i)];
         drop_if_unread(node.proto().input(i));
       }
+    for (const auto& in : inner_reads[static_cast<size_t>(node.index())]) {
+      --readers[in];
+      drop_if_unread(in);
+    }
     for (int i = 0; i < node.num_outputs(); ++i)
       if (node.has_output(i)) drop_if_unread(node.proto().output(i));
   }

@@ -82,8 +82,11 @@ class ImporterRegistry {
 /// What an importer works with: the graph being built and the map from ONNX names to values.
 class ImportContext {
  public:
-  ImportContext(Graph& graph, TensorSource source, FoldLimits limits = {}, double fold_work_total = 4e10)
-      : graph_(graph), source_(std::move(source)), limits_(limits), work_left_(fold_work_total) {}
+  ImportContext(Graph& graph, TensorSource source, FoldLimits limits = {}, double fold_work_total = 4e10,
+                ImportContext* parent = nullptr)
+      : graph_(graph), source_(std::move(source)), limits_(limits), work_left_(fold_work_total), parent_(parent) {
+    if (parent) opsets_ = parent->opsets_;
+  }
 
   Graph& graph() { return graph_; }
   const std::string& base_dir() const { return source_.base_dir; }
@@ -105,6 +108,15 @@ class ImportContext {
   }
   /// Adds a constant made for this node ("<node>/<suffix>").
   Result<Value*> add_constant(const OnnxNode& node, const std::string& suffix, Tensor value);
+  /// Adds a node that owns subgraphs (If, Loop, Scan); their captures are appended to `inputs`.
+  Result<Node*> add_owner(const OnnxNode& node, std::string_view op, std::unique_ptr<Attrs> attrs,
+                          std::vector<Value*> inputs, std::vector<Subgraph> subgraphs);
+  /// Imports graph attribute `attr` of the node as a subgraph. `hints` give the types of its inputs where
+  /// the model leaves them out (Loop's carried values); names from enclosing graphs become captures.
+  Result<Subgraph> import_subgraph(const OnnxNode& node, const std::string& attr, const std::vector<TensorDesc>& hints);
+  /// Imports the nodes of graph attribute `attr` into this graph (an If whose condition is known) and
+  /// binds the node's outputs to the subgraph's outputs.
+  Status inline_subgraph(const OnnxNode& node, const std::string& attr);
   /// Makes ONNX output i of the node an alias of `value` (Identity, Dropout in inference...).
   Status bind_output(const OnnxNode& node, int i, Value* value);
 
@@ -115,7 +127,12 @@ class ImportContext {
   }
   /// Every ONNX name bound to `value` (aliases included).
   const std::vector<std::string>& names_of(Value* value) { return names_of_[value]; }
-  Value* lookup(const std::string& onnx_name) const;
+  /// The value of an ONNX name; in a subgraph a name of an enclosing graph becomes a capture (or a copy
+  /// of a constant).
+  Value* lookup(const std::string& onnx_name);
+  /// Outer values this subgraph's context captured, in order.
+  const std::vector<Value*>& captured() const { return captured_; }
+  std::map<std::string, int64_t>& opsets() { return opsets_; }
   std::string node_name(const OnnxNode& node) const;
   /// Folds the kiln node `n` made for `node` when its inputs are known, within the limits and budget.
   Status fold(Node* n, const OnnxNode& node);
@@ -123,18 +140,27 @@ class ImportContext {
   void release_known_value(Value* value);
   /// An ONNX value no node and no graph output reads: its producer is not folded.
   void set_unread(const std::string& onnx_name) { unread_.insert(onnx_name); }
-  void warn(std::string message) { warnings_.push_back(std::move(message)); }
+  void warn(std::string message) {
+    if (parent_) return parent_->warn(std::move(message));
+    warnings_.push_back(std::move(message));
+  }
   std::vector<std::string>& warnings() { return warnings_; }
 
  private:
   Graph& graph_;
+  // The fold work left to the whole import (a subgraph spends its root's budget).
+  double& work_left() { return parent_ ? parent_->work_left() : work_left_; }
+
   TensorSource source_;
   FoldLimits limits_;
   double work_left_;
   bool work_spent_logged_ = false;
+  ImportContext* parent_ = nullptr;
   std::unordered_map<std::string, Value*> env_;
   std::unordered_set<std::string> unread_;
   std::unordered_map<Value*, std::vector<std::string>> names_of_;
+  std::vector<Value*> captured_;
+  std::map<std::string, int64_t> opsets_;
   std::vector<std::string> warnings_;
 };
 

@@ -8,7 +8,8 @@ namespace kiln {
 
 std::string TensorDesc::to_string() const {
   if (!present) return "(absent)";
-  return str_cat(dtype_name(dtype), dims.to_string());
+  const std::string elem = str_cat(dtype_name(dtype), dims.to_string());
+  return kind == ValueKind::kTensor ? elem : str_cat(value_kind_name(kind), " of ", elem);
 }
 
 std::string OpSchema::input_name(int i) const {
@@ -26,6 +27,12 @@ Result<std::vector<TensorDesc>> OpSchema::infer_outputs(const InferContext& ctx)
   }
   for (int i = 0; i < min_inputs; ++i)
     if (!ctx.input(i).present) return invalid_argument(name, ": required input '", input_name(i), "' is missing");
+  // Only host ops (and Identity, which passes anything through) take sequences and optionals.
+  if (!host && name != "Identity")
+    for (int i = 0; i < n; ++i)
+      if (ctx.input(i).present && ctx.input(i).kind != ValueKind::kTensor)
+        return invalid_argument(name, " input '", input_name(i), "' is a ", value_kind_name(ctx.input(i).kind),
+                                "; it takes tensors");
   return infer(ctx);
 }
 
@@ -47,6 +54,23 @@ Status expect_dtype(const InferContext& ctx, int i, std::initializer_list<DataTy
   std::string allowed;
   for (DataType t : dtypes) allowed += str_cat(allowed.empty() ? "" : ", ", dtype_name(t));
   return invalid_argument("input ", i, " has type ", dtype_name(d), " but must be one of: ", allowed);
+}
+
+const char* value_kind_name(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kTensor: return "tensor";
+    case ValueKind::kSequence: return "sequence";
+    case ValueKind::kOptionalTensor: return "optional tensor";
+    case ValueKind::kOptionalSequence: return "optional sequence";
+  }
+  return "?";
+}
+
+bool dims_compatible(const Dims& a, const Dims& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
+  return true;
 }
 
 std::vector<int64_t> tensor_to_int64s(const Tensor& t) {

@@ -14,15 +14,28 @@
 
 namespace kiln {
 
+/// What a value holds. For sequences and optionals, dtype and dims describe the element (dims of rank 0
+/// where the element shape is not known before run time).
+enum class ValueKind : uint8_t { kTensor, kSequence, kOptionalTensor, kOptionalSequence };
+const char* value_kind_name(ValueKind kind);
+inline bool is_optional(ValueKind k) { return k == ValueKind::kOptionalTensor || k == ValueKind::kOptionalSequence; }
+
 /// Type and shape of one op input or output; `present` is false for a skipped optional input.
 struct TensorDesc {
   DataType dtype = DataType::kFloat32;
   Dims dims;
   bool present = true;
+  ValueKind kind = ValueKind::kTensor;
 
   static TensorDesc absent() { return {DataType::kFloat32, {}, false}; }
   std::string to_string() const;
   bool operator==(const TensorDesc&) const = default;
+};
+
+/// The inputs and outputs of a graph a node owns (If's branches, Loop's body), for its shape inference.
+struct SubgraphSig {
+  std::string name;  ///< the ONNX attribute name: "then_branch", "body"
+  std::vector<TensorDesc> inputs, outputs;
 };
 
 /// What shape inference sees: input descs, attributes and, where known, input values.
@@ -39,6 +52,9 @@ class InferContext {
     return i < static_cast<int>(values_.size()) && has_input(i) ? values_[i] : nullptr;
   }
   const Attrs& attrs() const { return attrs_; }
+  /// Signatures of the graphs the node owns (empty for ordinary ops).
+  std::span<const SubgraphSig> subgraphs() const { return subgraphs_; }
+  void set_subgraphs(std::span<const SubgraphSig> s) { subgraphs_ = s; }
   template <class A>
   const A& attrs_as() const {
     return static_cast<const A&>(attrs_);
@@ -48,6 +64,7 @@ class InferContext {
   const Attrs& attrs_;
   std::span<const TensorDesc> inputs_;
   std::span<const Tensor* const> values_;
+  std::span<const SubgraphSig> subgraphs_;
 };
 
 using InferFn = std::function<Result<std::vector<TensorDesc>>(const InferContext&)>;
@@ -67,6 +84,9 @@ struct OpSchema {
   std::vector<int> value_inputs;
   /// The outputs depend only on the inputs' types and shapes (Shape, Size): foldable once shapes are static.
   bool shape_only = false;
+  /// Control flow, sequence and optional ops: the runtime runs them on the host itself (they move
+  /// values and run subgraphs; no kernel computes them).
+  bool host = false;
   std::function<std::unique_ptr<Attrs>()> make_attrs;
   InferFn infer;
   GradRule grad;
@@ -93,6 +113,10 @@ OpSchema make_schema(std::string name, std::string family, std::string summary) 
 Status expect_rank(const InferContext& ctx, int i, int lo, int hi);
 /// Fails unless input `i` has one of `dtypes`.
 Status expect_dtype(const InferContext& ctx, int i, std::initializer_list<DataType> dtypes);
+/// The element desc a sequence or optional of `elem` has.
+inline TensorDesc kind_desc(const TensorDesc& elem, ValueKind kind) { return {elem.dtype, elem.dims, true, kind}; }
+/// Same rank and equal where both dims are known: an unknown dim is checked when it is known (at run time).
+bool dims_compatible(const Dims& a, const Dims& b);
 /// Reads an integer tensor (int32/int64) known at this time as a vector.
 std::vector<int64_t> tensor_to_int64s(const Tensor& t);
 std::vector<double> tensor_to_doubles(const Tensor& t);

@@ -8,6 +8,45 @@
 
 namespace kiln {
 
+namespace {
+
+// The steps of one graph's plan; a node with subgraphs carries a sub-plan per subgraph.
+Result<std::vector<Engine::Step>> read_plan(const nlohmann::json& plan, const Graph& graph, int depth) {
+  if (!plan.is_array() || depth > 64) return invalid_argument("the engine plan is corrupt; rebuild the engine");
+  std::vector<Engine::Step> steps;
+  for (const auto& step : plan) {
+    const std::string node_name = step.at("node"), kernel = step.at("kernel");
+    Node* node = graph.find_node(node_name);
+    if (!node) return invalid_argument("the engine plan names unknown node '", node_name, "'; rebuild the engine");
+    const KernelImpl* impl = nullptr;
+    if (kernel != "host") {
+      for (const KernelImpl* k : KernelRegistry::global().all())
+        if (k->name == kernel && k->op == node->op()) impl = k;
+      if (!impl)
+        return Status(StatusCode::kVersionMismatch,
+                      str_cat("the engine uses kernel '", kernel, "' for node '", node_name,
+                              "', which this kiln does not have; rebuild the engine"));
+    }
+    Engine::Step st{node, impl, {}};
+    const size_t subs = step.contains("subplans") ? step.at("subplans").size() : 0;
+    if (subs != node->subgraphs.size())
+      return invalid_argument("the engine plan of node '", node_name, "' has ", subs, " sub-plans for ",
+                              node->subgraphs.size(), " subgraphs; rebuild the engine");
+    for (size_t i = 0; i < subs; ++i) {
+      auto sub = read_plan(step.at("subplans")[i], *node->subgraphs[i].graph, depth + 1);
+      if (!sub) return sub.take_status();
+      st.subplans.push_back(std::move(*sub));
+    }
+    steps.push_back(std::move(st));
+  }
+  if (steps.size() != graph.nodes().size())
+    return invalid_argument("the engine plan covers ", steps.size(), " of ", graph.nodes().size(),
+                            " nodes; rebuild the engine");
+  return steps;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const Engine>> Engine::deserialize(std::string_view bytes) {
   KILN_ASSIGN_OR_RETURN(EngineContainer c, read_engine_container(bytes));
   auto engine = std::shared_ptr<Engine>(new Engine);
@@ -21,25 +60,10 @@ Result<std::shared_ptr<const Engine>> Engine::deserialize(std::string_view bytes
   if (plan.is_discarded() || !plan.is_array())
     return invalid_argument("the engine plan is corrupt; rebuild the engine");
   try {
-    for (const auto& step : plan) {
-      const std::string node_name = step.at("node"), kernel = step.at("kernel");
-      Node* node = engine->graph_->find_node(node_name);
-      if (!node) return invalid_argument("the engine plan names unknown node '", node_name, "'; rebuild the engine");
-      const KernelImpl* impl = nullptr;
-      for (const KernelImpl* k : KernelRegistry::global().all())
-        if (k->name == kernel && k->op == node->op()) impl = k;
-      if (!impl)
-        return Status(StatusCode::kVersionMismatch,
-                      str_cat("the engine uses kernel '", kernel, "' for node '", node_name,
-                              "', which this kiln does not have; rebuild the engine"));
-      engine->steps_.push_back({node, impl});
-    }
+    KILN_ASSIGN_OR_RETURN(engine->steps_, read_plan(plan, *engine->graph_, 0));
   } catch (const nlohmann::json::exception& e) {
     return invalid_argument("the engine plan is malformed (", e.what(), "); rebuild the engine");
   }
-  if (engine->steps_.size() != engine->graph_->nodes().size())
-    return invalid_argument("the engine plan covers ", engine->steps_.size(), " of ", engine->graph_->nodes().size(),
-                            " nodes; rebuild the engine");
   return std::shared_ptr<const Engine>(engine);
 }
 
@@ -57,7 +81,8 @@ std::vector<std::string> Engine::output_names() const {
 
 std::string Engine::inspect() const {
   std::string s;
-  for (const Step& st : steps_) s += str_cat(st.node->name, " (", st.node->op(), "): ", st.impl->name, "\n");
+  for (const Step& st : steps_)
+    s += str_cat(st.node->name, " (", st.node->op(), "): ", st.impl ? st.impl->name : "host", "\n");
   return s;
 }
 
@@ -82,27 +107,38 @@ OpCall build_time_call(const Node& n) {
 
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
   for (const Engine::Step& st : engine_->steps()) {
+    if (!st.impl) continue;
     auto k = st.impl->create(build_time_call(*st.node));
-    kernels_.push_back(k ? std::move(*k) : nullptr);
+    if (k) kernels_[st.node] = std::move(*k);
   }
   for (Value* v : engine_->graph().values())
-    if (v->is_constant()) tensors_[v] = v->constant;
-  // last_use_[s]: the intermediate values whose final reader is step s (never inputs, constants or outputs).
-  const auto& steps = engine_->steps();
-  last_use_.resize(steps.size());
+    if (v->is_constant()) values_[v] = RuntimeValue::of(v->constant);
+}
+
+const std::vector<std::vector<const Value*>>& ExecutionContext::last_use(const Graph& graph,
+                                                                         const std::vector<Engine::Step>& steps) {
+  auto it = last_use_.find(&graph);
+  if (it != last_use_.end()) return it->second;
+  // [s]: the intermediate values whose final reader is step s (never inputs, constants or outputs).
+  std::vector<std::vector<const Value*>> out(steps.size());
   std::map<const Value*, size_t> last;
   for (size_t s = 0; s < steps.size(); ++s)
     for (Value* in : steps[s].node->inputs)
       if (in && in->producer) last[in] = s;
   for (size_t s = 0; s < steps.size(); ++s)
-    for (Value* out : steps[s].node->outputs)
-      if (!last.count(out)) last[out] = s;  // unread outputs go right away
-  const auto& outs = engine_->graph().outputs();
+    for (Value* out_v : steps[s].node->outputs)
+      if (!last.count(out_v)) last[out_v] = s;  // unread outputs go right away
+  const auto& outs = graph.outputs();
   for (auto& [v, s] : last)
-    if (std::find(outs.begin(), outs.end(), v) == outs.end()) last_use_[s].push_back(v);
+    if (std::find(outs.begin(), outs.end(), v) == outs.end()) out[s].push_back(v);
+  return last_use_[&graph] = std::move(out);
 }
 
-Status ExecutionContext::set_input(const std::string& name, const Tensor& value) {
+Status ExecutionContext::set_input(const std::string& name, Tensor value) {
+  return set_input_value(name, RuntimeValue::of(std::move(value)));
+}
+
+Status ExecutionContext::set_input_value(const std::string& name, RuntimeValue value) {
   const Value* in = nullptr;
   for (Value* v : engine_->graph().inputs())
     if (v->name == name) in = v;
@@ -111,79 +147,150 @@ Status ExecutionContext::set_input(const std::string& name, const Tensor& value)
     for (auto& n : engine_->input_names()) names += (names.empty() ? "" : ", ") + n;
     return invalid_argument("the engine has no input '", name, "' (inputs: ", names, ")");
   }
-  if (value.dtype() != in->dtype)
-    return invalid_argument("input '", name, "' must be ", dtype_name(in->dtype), " but is ",
-                            dtype_name(value.dtype()));
-  if (value.rank() != in->dims.rank())
+  if (value.kind != in->kind)
+    return invalid_argument("input '", name, "' must be a ", value_kind_name(in->kind), " but is a ",
+                            value_kind_name(value.kind));
+  if (in->kind != ValueKind::kTensor) {
+    for (const Tensor& t : value.items)
+      if (t.dtype() != in->dtype || !t.device().is_cpu())
+        return invalid_argument("input '", name, "' must hold host ", dtype_name(in->dtype), " tensors");
+    values_[in] = std::move(value);
+    return Status::ok();
+  }
+  const Tensor& t = value.tensor;
+  if (t.dtype() != in->dtype)
+    return invalid_argument("input '", name, "' must be ", dtype_name(in->dtype), " but is ", dtype_name(t.dtype()));
+  if (t.rank() != in->dims.rank())
     return invalid_argument("input '", name, "' must have shape ", in->dims.to_string(), " but has ",
-                            value.dims().to_string());
-  for (int i = 0; i < value.rank(); ++i)
-    if (in->dims[i] >= 0 && in->dims[i] != value.dims()[i])
+                            t.dims().to_string());
+  for (int i = 0; i < t.rank(); ++i)
+    if (in->dims[i] >= 0 && in->dims[i] != t.dims()[i])
       return invalid_argument("input '", name, "' must have shape ", in->dims.to_string(), " but has ",
-                              value.dims().to_string(), " (dim ", i, " differs)");
-  if (!value.device().is_cpu())
-    return unsupported("input '", name, "': this engine runs on the CPU; give a host tensor");
-  KILN_ASSIGN_OR_RETURN(tensors_[in], value.contiguous());
+                              t.dims().to_string(), " (dim ", i, " differs)");
+  if (!t.device().is_cpu()) return unsupported("input '", name, "': this engine runs on the CPU; give a host tensor");
+  KILN_ASSIGN_OR_RETURN(Tensor c, t.contiguous());
+  values_[in] = RuntimeValue::of(std::move(c));
   return Status::ok();
+}
+
+Status ExecutionContext::run_kernel(const Engine::Step& step, Scope& scope, Stream& stream) {
+  const Node& node = *step.node;
+  auto& kernel = kernels_[&node];
+  if (!kernel) {
+    auto k = step.impl->create(build_time_call(node));
+    if (!k) return k.take_status().with_node(node.context());
+    kernel = std::move(*k);
+  }
+  OpCall call{node.schema, node.attrs.get(), {}, {}};
+  std::vector<Tensor> src;
+  std::vector<const Tensor*> values;
+  for (Value* in : node.inputs) {
+    if (!in) {
+      call.inputs.push_back(TensorDesc::absent());
+      src.emplace_back();
+      continue;
+    }
+    auto it = scope.find(in);
+    if (it == scope.end()) return internal_error("input '", in->name, "' has no value").with_node(node.context());
+    if (it->second.kind != ValueKind::kTensor)
+      return invalid_argument("input '", in->name, "' is a ", value_kind_name(it->second.kind), "; a tensor is needed")
+          .with_node(node.context());
+    const Tensor& t = it->second.tensor;
+    call.inputs.push_back({t.dtype(), t.dims(), true});
+    src.push_back(t);
+  }
+  for (const Tensor& t : src) values.push_back(t.defined() ? &t : nullptr);
+  auto outs = node.schema->infer_outputs(InferContext(*node.attrs, call.inputs, values));
+  if (!outs) return outs.take_status().with_node(node.context());
+  call.outputs = *outs;
+  pad_optional_inputs(*node.schema, call.inputs, src);
+  std::vector<Tensor> dst;
+  for (const TensorDesc& d : call.outputs) {
+    if (!d.dims.is_static())
+      return internal_error("output shape ", d.dims.to_string(), " is still unknown at run time")
+          .with_node(node.context());
+    auto t = Tensor::empty(d.dtype, d.dims, cpu_allocator(), node.name);
+    if (!t) return t.take_status().with_node(node.context());
+    dst.push_back(std::move(*t));
+  }
+  KernelContext ctx{call, std::move(src), std::move(dst), stream, cpu_allocator()};
+  Status st = kernel->run(ctx);
+  if (!st.is_ok()) return std::move(st).with_node(node.context());
+  for (size_t i = 0; i < node.outputs.size(); ++i) scope[node.outputs[i]] = RuntimeValue::of(std::move(ctx.dst[i]));
+  return Status::ok();
+}
+
+Status ExecutionContext::run_plan(const Graph& graph, const std::vector<Engine::Step>& steps, Scope& scope,
+                                  Stream& stream, int depth) {
+  const auto& release = last_use(graph, steps);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    Status st =
+        steps[s].impl ? run_kernel(steps[s], scope, stream) : run_host_op(*this, steps[s], scope, stream, depth);
+    if (!st.is_ok()) return st;
+    // Intermediates are released after their last reader, so a run holds only what is still needed.
+    for (const Value* v : release[s]) scope.erase(v);
+  }
+  return Status::ok();
+}
+
+Result<std::vector<RuntimeValue>> ExecutionContext::call_subgraph(const Engine::Step& step, size_t sub,
+                                                                  const Scope& scope, std::vector<RuntimeValue> args,
+                                                                  Stream& stream, int depth) {
+  const Node& owner = *step.node;
+  const Subgraph& sg = owner.subgraphs.at(sub);
+  const Graph& g = *sg.graph;
+  auto fail = [&](const Status& s) { return subgraph_error(owner, sg.name, s); };
+  if (depth > 64) return fail(invalid_argument("subgraphs nest too deeply"));
+  Scope local;
+  for (Value* v : g.values())
+    if (v->is_constant()) local[v] = RuntimeValue::of(v->constant);
+  for (Value* c : g.captures()) {
+    const Value* outer = nullptr;
+    for (Value* in : owner.inputs)
+      if (in && in->name == c->name) outer = in;
+    auto it = outer ? scope.find(outer) : scope.end();
+    if (it == scope.end()) return fail(internal_error("captured value '", c->name, "' has no value"));
+    local[c] = it->second;
+  }
+  if (args.size() != g.inputs().size())
+    return fail(internal_error("the subgraph takes ", g.inputs().size(), " inputs but gets ", args.size()));
+  for (size_t i = 0; i < args.size(); ++i) local[g.inputs()[i]] = std::move(args[i]);
+  Status s = run_plan(g, step.subplans.at(sub), local, stream, depth + 1);
+  if (!s.is_ok()) return fail(s);
+  std::vector<RuntimeValue> out;
+  for (Value* v : g.outputs()) {
+    auto it = local.find(v);
+    if (it == local.end()) return fail(internal_error("output '", v->name, "' was not computed"));
+    out.push_back(it->second);
+  }
+  return out;
 }
 
 Status ExecutionContext::execute(Stream& stream) {
   for (Value* v : engine_->graph().inputs())
-    if (!tensors_.count(v)) return invalid_argument("input '", v->name, "' has not been set");
-  const auto& steps = engine_->steps();
-  for (size_t s = 0; s < steps.size(); ++s) {
-    const Node& node = *steps[s].node;
-    if (!kernels_[s]) {
-      auto k = steps[s].impl->create(build_time_call(node));
-      if (!k) return k.take_status().with_node(node.context());
-      kernels_[s] = std::move(*k);
-    }
-    OpCall call{node.schema, node.attrs.get(), {}, {}};
-    std::vector<Tensor> src;
-    std::vector<const Tensor*> values;
-    src.reserve(node.inputs.size());
-    for (Value* in : node.inputs) {
-      if (!in) {
-        call.inputs.push_back(TensorDesc::absent());
-        src.emplace_back();
-        continue;
-      }
-      const Tensor& t = tensors_.at(in);
-      call.inputs.push_back({t.dtype(), t.dims(), true});
-      src.push_back(t);
-    }
-    for (const Tensor& t : src) values.push_back(t.defined() ? &t : nullptr);
-    auto outs = node.schema->infer_outputs(InferContext(*node.attrs, call.inputs, values));
-    if (!outs) return outs.take_status().with_node(node.context());
-    call.outputs = *outs;
-    pad_optional_inputs(*node.schema, call.inputs, src);
-    std::vector<Tensor> dst;
-    for (const TensorDesc& d : call.outputs) {
-      if (!d.dims.is_static())
-        return internal_error("output shape ", d.dims.to_string(), " is still unknown at run time")
-            .with_node(node.context());
-      auto t = Tensor::empty(d.dtype, d.dims, cpu_allocator(), node.name);
-      if (!t) return t.take_status().with_node(node.context());
-      dst.push_back(std::move(*t));
-    }
-    KernelContext ctx{call, std::move(src), std::move(dst), stream, cpu_allocator()};
-    Status st = kernels_[s]->run(ctx);
-    if (!st.is_ok()) return std::move(st).with_node(node.context());
-    for (size_t i = 0; i < node.outputs.size(); ++i) tensors_[node.outputs[i]] = std::move(ctx.dst[i]);
-    // Intermediates are released after their last reader, so a run holds only what is still needed.
-    for (const Value* v : last_use_[s]) tensors_.erase(v);
-  }
+    if (!values_.count(v)) return invalid_argument("input '", v->name, "' has not been set");
+  Scope scope = values_;  // inputs and constants; intermediates live only during the run
+  KILN_RETURN_IF_ERROR(run_plan(engine_->graph(), engine_->steps(), scope, stream, 0));
+  for (Value* v : engine_->graph().outputs())
+    if (auto it = scope.find(v); it != scope.end()) values_[v] = it->second;
   return stream.synchronize();
 }
 
-Result<Tensor> ExecutionContext::output(const std::string& name) const {
+Result<RuntimeValue> ExecutionContext::output_value(const std::string& name) const {
   for (Value* v : engine_->graph().outputs()) {
     if (v->name != name) continue;
-    auto it = tensors_.find(v);
-    if (it == tensors_.end()) return invalid_argument("output '", name, "' has not been computed: call execute first");
+    auto it = values_.find(v);
+    if (it == values_.end()) return invalid_argument("output '", name, "' has not been computed: call execute first");
     return it->second;
   }
   return invalid_argument("the engine has no output '", name, "'");
+}
+
+Result<Tensor> ExecutionContext::output(const std::string& name) const {
+  KILN_ASSIGN_OR_RETURN(RuntimeValue v, output_value(name));
+  if (v.kind != ValueKind::kTensor)
+    return invalid_argument("output '", name, "' is a ", value_kind_name(v.kind), "; read it with output_value");
+  return v.tensor;
 }
 
 }  // namespace kiln

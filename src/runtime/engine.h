@@ -14,6 +14,17 @@ namespace kiln {
 
 class ExecutionContext;
 
+/// A value at run time: a tensor, a sequence of tensors, or an optional of either (maybe empty).
+struct RuntimeValue {
+  ValueKind kind = ValueKind::kTensor;
+  bool present = true;        ///< false: an empty optional
+  Tensor tensor;              ///< a tensor (or the tensor an optional holds)
+  std::vector<Tensor> items;  ///< a sequence's elements
+
+  static RuntimeValue of(Tensor t) { return {ValueKind::kTensor, true, std::move(t), {}}; }
+  static RuntimeValue sequence(std::vector<Tensor> items) { return {ValueKind::kSequence, true, {}, std::move(items)}; }
+};
+
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
   /// Reads a serialized engine; a corrupt file, another format version or a kernel this kiln lacks
@@ -30,7 +41,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   struct Step {
     Node* node;
-    const KernelImpl* impl;
+    const KernelImpl* impl;                   ///< nullptr for a host op (the runtime runs it)
+    std::vector<std::vector<Step>> subplans;  ///< one per subgraph of the node
   };
   const std::vector<Step>& steps() const { return steps_; }
 
@@ -44,16 +56,34 @@ class ExecutionContext {
  public:
   explicit ExecutionContext(std::shared_ptr<const Engine> engine);
   /// Binds a host tensor to a graph input; dtype and rank must match, static dims must agree.
-  Status set_input(const std::string& name, const Tensor& value);
+  Status set_input(const std::string& name, Tensor value);
+  /// Binds a sequence or optional (or a tensor) to a graph input of that kind.
+  Status set_input_value(const std::string& name, RuntimeValue value);
   /// Runs every node; output shapes follow the inputs' actual shapes.
   Status execute(Stream& stream = cpu_stream());
   Result<Tensor> output(const std::string& name) const;
+  /// Any output, including sequences and optionals.
+  Result<RuntimeValue> output_value(const std::string& name) const;
+
+  using Scope = std::map<const Value*, RuntimeValue>;
+  /// For host ops: runs subgraph `sub` of `step` with `args` as its inputs and the enclosing `scope` for its captures.
+  Result<std::vector<RuntimeValue>> call_subgraph(const Engine::Step& step, size_t sub, const Scope& scope,
+                                                  std::vector<RuntimeValue> args, Stream& stream, int depth);
 
  private:
+  /// Runs the steps of `graph` in `scope` (inputs, captures and constants already bound).
+  Status run_plan(const Graph& graph, const std::vector<Engine::Step>& steps, Scope& scope, Stream& stream, int depth);
+  Status run_kernel(const Engine::Step& step, Scope& scope, Stream& stream);
+  const std::vector<std::vector<const Value*>>& last_use(const Graph& graph, const std::vector<Engine::Step>& steps);
+
   std::shared_ptr<const Engine> engine_;
-  std::vector<std::unique_ptr<Kernel>> kernels_;
-  std::map<const Value*, Tensor> tensors_;
-  std::vector<std::vector<const Value*>> last_use_;
+  std::map<const Node*, std::unique_ptr<Kernel>> kernels_;
+  Scope values_;
+  std::map<const Graph*, std::vector<std::vector<const Value*>>> last_use_;
 };
+
+/// Runs one host op (If, Loop, Scan, sequence and optional ops) in `scope`.
+Status run_host_op(ExecutionContext& ctx, const Engine::Step& step, ExecutionContext::Scope& scope, Stream& stream,
+                   int depth);
 
 }  // namespace kiln

@@ -18,6 +18,9 @@
 #include "onnx/tensor_proto.h"
 #include "runtime/engine.h"
 
+// After onnx_pb.h (through tensor_proto.h), which defines ONNX_API.
+#include <onnx/onnx-data.pb.h>
+
 namespace fs = std::filesystem;
 using namespace kiln;
 
@@ -44,6 +47,50 @@ Result<Tensor> read_tensor(const fs::path& file, DataType expected) {
   if (expected == DataType::kBFloat16 && proto.data_type() == onnx::TensorProto::UINT16)
     proto.set_data_type(onnx::TensorProto::BFLOAT16);
   return onnx_import::tensor_from_proto(proto, file.parent_path().string(), file.filename().string());
+}
+
+Result<Tensor> tensor_of(onnx::TensorProto proto, const fs::path& file, DataType expected) {
+  if (expected == DataType::kBFloat16 && proto.data_type() == onnx::TensorProto::UINT16)
+    proto.set_data_type(onnx::TensorProto::BFLOAT16);
+  return onnx_import::tensor_from_proto(proto, file.parent_path().string(), file.filename().string());
+}
+
+// Reads a test value of the kind `v` has: a tensor, a sequence (SequenceProto) or an optional (OptionalProto).
+Result<RuntimeValue> read_value(const fs::path& file, const Value& v) {
+  if (v.kind == ValueKind::kTensor) {
+    KILN_ASSIGN_OR_RETURN(Tensor t, read_tensor(file, v.dtype));
+    return RuntimeValue::of(t);
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  RuntimeValue out;
+  out.kind = v.kind;
+  auto read_seq = [&](const onnx::SequenceProto& seq) -> Status {
+    for (const auto& t : seq.tensor_values()) {
+      KILN_ASSIGN_OR_RETURN(Tensor x, tensor_of(t, file, v.dtype));
+      out.items.push_back(x);
+    }
+    return Status::ok();
+  };
+  if (v.kind == ValueKind::kSequence) {
+    onnx::SequenceProto seq;
+    if (!seq.ParseFromString(buf.str()))
+      return unsupported("test data ", file.filename().string(), " is not a sequence");
+    KILN_RETURN_IF_ERROR(read_seq(seq));
+    return out;
+  }
+  onnx::OptionalProto opt;
+  if (!opt.ParseFromString(buf.str()))
+    return unsupported("test data ", file.filename().string(), " is not an optional");
+  out.present = opt.has_tensor_value() || opt.has_sequence_value();
+  if (opt.has_tensor_value()) {
+    KILN_ASSIGN_OR_RETURN(out.tensor, tensor_of(opt.tensor_value(), file, v.dtype));
+  }
+  if (opt.has_sequence_value()) {
+    KILN_RETURN_IF_ERROR(read_seq(opt.sequence_value()));
+  }
+  return out;
 }
 
 std::string first_line(const std::string& s) {
@@ -104,13 +151,13 @@ void run_model(const onnx_import::ImportedModel& model, const fs::path& dir, Tes
     for (size_t i = 0; i < model.input_names.size(); ++i) {
       const fs::path file = set / str_cat("input_", i, ".pb");
       if (!fs::exists(file)) continue;
-      auto t = read_tensor(file, model.graph->inputs()[i]->dtype);
+      auto t = read_value(file, *model.graph->inputs()[i]);
       if (!t) {
         r.outcome = Outcome::kUnsupported;
         r.reason = "input: " + first_line(t.status().message());
         return;
       }
-      Status s = (*ctx)->set_input(model.input_names[i], *t);
+      Status s = (*ctx)->set_input_value(model.input_names[i], *t);
       if (!s.is_ok()) {
         r.reason = "input: " + first_line(s.message());
         return;
@@ -123,18 +170,27 @@ void run_model(const onnx_import::ImportedModel& model, const fs::path& dir, Tes
       return;
     }
     for (size_t i = 0; i < model.output_names.size(); ++i) {
-      auto want = read_tensor(set / str_cat("output_", i, ".pb"), model.graph->outputs()[i]->dtype);
+      auto want = read_value(set / str_cat("output_", i, ".pb"), *model.graph->outputs()[i]);
       if (!want) {
         r.outcome = Outcome::kUnsupported;
         r.reason = "expected output: " + first_line(want.status().message());
         return;
       }
-      auto got = (*ctx)->output(model.output_names[i]);
+      auto got = (*ctx)->output_value(model.output_names[i]);
       if (!got) {
         r.reason = "output: " + first_line(got.status().message());
         return;
       }
-      const std::string diff = compare(*got, *want, 1e-3, 1e-7);
+      std::string diff;
+      if (got->present != want->present || got->items.size() != want->items.size())
+        diff = str_cat("holds ", got->present ? got->items.size() : 0, " elements, expected ",
+                       want->present ? want->items.size() : 0, want->present ? "" : " (empty optional)");
+      for (size_t k = 0; diff.empty() && k < want->items.size(); ++k) {
+        diff = compare(got->items[k], want->items[k], 1e-3, 1e-7);
+        if (!diff.empty()) diff = str_cat("element ", k, ": ", diff);
+      }
+      if (diff.empty() && want->present && want->tensor.defined())
+        diff = compare(got->tensor, want->tensor, 1e-3, 1e-7);
       if (!diff.empty()) {
         r.reason = str_cat("output '", model.output_names[i], "': ", diff);
         return;

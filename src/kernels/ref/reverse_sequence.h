@@ -12,7 +12,7 @@ namespace kiln::reverse_sequence {
 inline Result<std::vector<int64_t>> lengths(const Tensor& lens, int64_t time) {
   std::vector<int64_t> v(lens.numel());
   for (int64_t i = 0; i < lens.numel(); ++i) {
-    v[i] = static_cast<int64_t>(lens.at(i));
+    v[i] = lens.dtype() == DataType::kInt64 ? lens.data<int64_t>()[i] : static_cast<int64_t>(lens.at(i));
     if (v[i] < 0 || v[i] > time)
       return invalid_argument("ReverseSequence: sequence_lens[", i, "] is ", v[i], "; it must be in [0, ", time,
                               "] (the time axis length)");

@@ -67,7 +67,8 @@ inline void pool_plane(const RoiAlignAttrs& a, const float* plane, int64_t h, in
 
 /// Batch index of region r, checked against the batch size.
 inline Result<int64_t> batch_index(const Tensor& indices, int64_t r, int64_t batch) {
-  const int64_t b = static_cast<int64_t>(indices.at(r));
+  const int64_t b =
+      indices.dtype() == DataType::kInt64 ? indices.data<int64_t>()[r] : static_cast<int64_t>(indices.at(r));
   if (b < 0 || b >= batch)
     return invalid_argument("RoiAlign: batch_indices[", r, "] is ", b, "; it must be in [0, ", batch - 1, "]");
   return b;

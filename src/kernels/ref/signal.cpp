@@ -9,7 +9,7 @@ namespace signal {
 namespace {
 std::optional<int64_t> scalar_input(const KernelContext& ctx, int i) {
   if (i >= static_cast<int>(ctx.src.size()) || !ctx.src[i].defined()) return std::nullopt;
-  return static_cast<int64_t>(ctx.src[i].at(0));
+  return tensor_to_int64s(ctx.src[i])[0];
 }
 }  // namespace
 
@@ -112,10 +112,9 @@ Status run_stft(KernelContext& ctx) {
 }
 
 Status run_mel(KernelContext& ctx) {
-  KILN_ASSIGN_OR_RETURN(
-      std::vector<double> m,
-      signal::mel_weight_matrix(static_cast<int64_t>(ctx.src[0].at(0)), static_cast<int64_t>(ctx.src[1].at(0)),
-                                static_cast<int64_t>(ctx.src[2].at(0)), ctx.src[3].at(0), ctx.src[4].at(0)));
+  KILN_ASSIGN_OR_RETURN(std::vector<double> m,
+                        signal::mel_weight_matrix(tensor_to_int64s(ctx.src[0])[0], tensor_to_int64s(ctx.src[1])[0],
+                                                  tensor_to_int64s(ctx.src[2])[0], ctx.src[3].at(0), ctx.src[4].at(0)));
   Tensor& y = ctx.dst[0];
   if (static_cast<int64_t>(m.size()) != y.numel())
     return internal_error("MelWeightMatrix output has ", y.numel(), " elements, expected ", m.size());

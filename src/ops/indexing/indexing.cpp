@@ -178,7 +178,7 @@ OpSchema scatter_elements_schema() {
                               dtype_name(ctx.input(0).dtype));
     KILN_ASSIGN_OR_RETURN(const int axis, op_axis("ScatterElements", a.axis, data.rank()));
     KILN_RETURN_IF_ERROR(check_elements_dims("ScatterElements", data, ctx.input(1).dims, axis));
-    if (ctx.input(1).dims != ctx.input(2).dims)
+    if (!dims_compatible(ctx.input(1).dims, ctx.input(2).dims))
       return invalid_argument("ScatterElements 'updates' shape ", ctx.input(2).dims.to_string(),
                               " must equal the 'indices' shape ", ctx.input(1).dims.to_string());
     return one_output(ctx.input(0).dtype, data);

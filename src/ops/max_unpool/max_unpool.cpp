@@ -46,7 +46,7 @@ OpSchema max_unpool_schema() {
     const Dims& x = ctx.input(0).dims;
     if (ctx.input(1).dtype != DataType::kInt64 && ctx.input(1).dtype != DataType::kInt32)
       return invalid_argument("MaxUnpool input 'indices' must be int64, got ", dtype_name(ctx.input(1).dtype));
-    if (ctx.input(1).dims != x)
+    if (!dims_compatible(ctx.input(1).dims, x))
       return invalid_argument("MaxUnpool input 'indices' ", ctx.input(1).dims.to_string(),
                               " must have the shape of 'x' ", x.to_string());
     KILN_ASSIGN_OR_RETURN(Dims out, max_unpool_default_dims(a, x));

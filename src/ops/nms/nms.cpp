@@ -33,7 +33,7 @@ bool suppresses(const Box& p, const Box& q, double threshold) {
 
 Result<NmsParams> nms_params(const Tensor* max_output, const Tensor* iou_threshold, const Tensor* score_threshold) {
   NmsParams p;
-  if (max_output && max_output->numel() > 0) p.max_output = static_cast<int64_t>(max_output->at(0));
+  if (max_output && max_output->numel() > 0) p.max_output = tensor_to_int64s(*max_output)[0];  // INT64_MAX must survive
   if (iou_threshold && iou_threshold->numel() > 0) p.iou_threshold = iou_threshold->at(0);
   p.has_score_threshold = score_threshold && score_threshold->numel() > 0;
   if (p.has_score_threshold) p.score_threshold = score_threshold->at(0);

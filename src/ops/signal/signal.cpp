@@ -76,7 +76,7 @@ namespace {
 std::optional<int64_t> scalar_value(const InferContext& ctx, int i) {
   const Tensor* t = ctx.value(i);
   if (!t || t->numel() != 1) return std::nullopt;
-  return static_cast<int64_t>(t->at(0));
+  return tensor_to_int64s(*t)[0];
 }
 
 Status expect_scalar_int(const InferContext& ctx, int i, std::string_view op, std::string_view what) {

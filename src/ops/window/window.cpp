@@ -45,7 +45,7 @@ OpSchema window_schema() {
       return invalid_argument("Window cannot produce ", dtype_name(a.dtype));
     int64_t n = kDynamicDim;
     if (const Tensor* v = ctx.value(0)) {
-      n = static_cast<int64_t>(v->at(0));
+      n = tensor_to_int64s(*v)[0];
       if (n < 0 || n > (int64_t{1} << 31))
         return invalid_argument("Window size is ", n, "; it must be a non-negative, sane length");
     }

@@ -147,6 +147,16 @@ TEST(Scatter, ShapesAndValues) {
       infer("ScatterElements", se,
             {desc(DataType::kFloat32, {2, 3}), desc(DataType::kInt64, {2, 2}), desc(DataType::kFloat32, {2, 1})}),
       "must equal the 'indices' shape");
+  // Faster R-CNN's box_roi_pool: unknown dims agree with anything at build time, and are checked at run time.
+  auto dyn = infer("ScatterElements", ScatterElementsAttrs{},
+                   {desc(DataType::kFloat32, {kDynamicDim, 256, 7, 7}),
+                    desc(DataType::kInt64, {kDynamicDim, kDynamicDim, kDynamicDim, kDynamicDim}),
+                    desc(DataType::kFloat32, {kDynamicDim, 256, 7, 7})});
+  ASSERT_TRUE(dyn.is_ok()) << dyn.status().message();
+  expect_error(infer("ScatterElements", se,
+                     {desc(DataType::kFloat32, {2, 3}), desc(DataType::kInt64, {kDynamicDim, 2}),
+                      desc(DataType::kFloat32, {2, 1})}),
+               "must equal the 'indices' shape");
   // ONNX example with reduction add: data [[1,2,3,4,5]], indices [[1,1]], updates [[1.1,2.1]].
   for (auto& [name, r] :
        run_all("ScatterElements", se,

@@ -31,6 +31,20 @@ TEST(NonMaxSuppression, SuppressesByIou) {
   }
 }
 
+// torchvision writes INT64_MAX as max_output_boxes_per_class; through a double it became INT64_MIN.
+TEST(NonMaxSuppression, Int64MaxKeepsEveryBox) {
+  NmsAttrs a;
+  const Tensor boxes = make(kF32, {1, 2, 4}, {0, 0, 1, 1, 0, 10, 1, 11});
+  const Tensor scores = make(kF32, {1, 1, 2}, {0.9, 0.8});
+  Tensor max_out = *Tensor::empty(kI64, {1});
+  max_out.data<int64_t>()[0] = INT64_MAX;
+  const Tensor iou = make(kF32, {1}, {0.5});
+  for (auto& [name, r] : run_all("NonMaxSuppression", a, {boxes, scores, max_out, iou})) {
+    ASSERT_TRUE(r.is_ok()) << name << ": " << r.status().message();
+    expect_values((*r)[0], {0, 0, 0, 0, 0, 1}, name);
+  }
+}
+
 TEST(NonMaxSuppression, Errors) {
   NmsAttrs a;
   expect_error(infer("NonMaxSuppression", a, {desc(kF32, {1, 6, 3}), desc(kF32, {1, 1, 6})}), "[batches, boxes, 4]");

@@ -1,0 +1,180 @@
+// Subgraphs in the IR and the host ops that run them: If, Loop, Scan, the sequence and optional ops.
+#include <gtest/gtest.h>
+
+#include "builder/builder.h"
+#include "ops/control_flow/control_flow.h"
+#include "ops/elementwise/elementwise.h"
+#include "runtime/engine.h"
+
+namespace kiln {
+namespace {
+
+Tensor floats(Dims dims, std::vector<float> v) {
+  Tensor t = *Tensor::empty(DataType::kFloat32, dims);
+  for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = v[i];
+  return t;
+}
+
+Tensor scalar(DataType d, double v) {
+  Tensor t = *Tensor::empty(d, Dims{});
+  t.set(0, v);
+  return t;
+}
+
+std::unique_ptr<Attrs> ew(ElementWiseOp op) {
+  auto a = std::make_unique<ElementWiseAttrs>();
+  a->op = op;
+  return a;
+}
+
+// A branch computing op(x, x) of the captured outer value x.
+Subgraph branch(const char* name, const Value& x, ElementWiseOp op) {
+  Subgraph s{name, std::make_unique<Graph>()};
+  Value* cx = *s.graph->add_capture(x);
+  Node* n = *s.graph->add_node("ElementWise", std::string(name) + "_op", ew(op), {cx, cx});
+  EXPECT_TRUE(s.graph->mark_output(n->outputs[0]).is_ok());
+  return s;
+}
+
+Result<std::unique_ptr<ExecutionContext>> build(const Graph& g, std::shared_ptr<const Engine>& engine) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, build_engine(g, BuildOptions{}));
+  KILN_ASSIGN_OR_RETURN(engine, Engine::deserialize(bytes));
+  return engine->create_execution_context();
+}
+
+TEST(ControlFlow, IfRunsTheTakenBranchWithCaptures) {
+  Graph g;
+  Value* cond = *g.add_input("cond", DataType::kBool, Dims{});
+  Value* x = *g.add_input("x", DataType::kFloat32, Dims{kDynamicDim});
+  std::vector<Subgraph> subs;
+  subs.push_back(branch("then_branch", *x, ElementWiseOp::kSum));
+  subs.push_back(branch("else_branch", *x, ElementWiseOp::kProd));
+  auto node = g.add_node("If", "If_0", nullptr, {cond, x}, {"y"}, std::move(subs));
+  ASSERT_TRUE(node.is_ok()) << node.status().to_string();
+  ASSERT_TRUE(g.mark_output((*node)->outputs[0]).is_ok());
+  ASSERT_TRUE(g.verify().is_ok()) << g.verify().to_string();
+  EXPECT_NE(g.to_text().find("then_branch: graph("), std::string::npos) << g.to_text();
+  std::shared_ptr<const Engine> engine;
+  auto ctx = build(g, engine);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  for (bool c : {true, false}) {
+    ASSERT_TRUE((*ctx)->set_input("cond", scalar(DataType::kBool, c)).is_ok());
+    ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {2, 3})).is_ok());
+    ASSERT_TRUE((*ctx)->execute().is_ok());
+    Tensor y = *(*ctx)->output("y");
+    EXPECT_EQ(y.at(0), c ? 4 : 4);
+    EXPECT_EQ(y.at(1), c ? 6 : 9);
+  }
+}
+
+TEST(ControlFlow, ErrorsInsideASubgraphNameItsPath) {
+  Graph g;
+  Value* cond = *g.add_input("cond", DataType::kBool, Dims{});
+  Value* x = *g.add_input("x", DataType::kFloat32, Dims{kDynamicDim});
+  Subgraph then_g{"then_branch", std::make_unique<Graph>()};
+  Value* cx = *then_g.graph->add_capture(*x);
+  Value* three = *then_g.graph->add_constant("three", floats({3}, {1, 2, 3}));
+  Node* add = *then_g.graph->add_node("ElementWise", "Add_7", ew(ElementWiseOp::kSum), {cx, three});
+  ASSERT_TRUE(then_g.graph->mark_output(add->outputs[0]).is_ok());
+  std::vector<Subgraph> subs;
+  subs.push_back(std::move(then_g));
+  subs.push_back(branch("else_branch", *x, ElementWiseOp::kProd));
+  Node* n = *g.add_node("If", "If_3404", nullptr, {cond, x}, {"y"}, std::move(subs));
+  ASSERT_TRUE(g.mark_output(n->outputs[0]).is_ok());
+  std::shared_ptr<const Engine> engine;
+  auto ctx = build(g, engine);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  ASSERT_TRUE((*ctx)->set_input("cond", scalar(DataType::kBool, 1)).is_ok());
+  ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {2, 3})).is_ok());
+  Status s = (*ctx)->execute();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.to_string().find("If_3404/then_branch/node"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.to_string().find("'Add_7'"), std::string::npos) << s.to_string();
+}
+
+TEST(ControlFlow, LoopCarriesValuesAndStacksScanOutputs) {
+  Graph g;
+  Value* x = *g.add_input("x", DataType::kFloat32, Dims{2});
+  Value* m = *g.add_constant("M", [] {
+    Tensor t = *Tensor::empty(DataType::kInt64, Dims{});
+    t.data<int64_t>()[0] = 3;
+    return t;
+  }());
+  Value* acc0 = *g.add_constant("acc0", floats({2}, {0, 0}));
+  Subgraph body{"body", std::make_unique<Graph>()};
+  Graph& b = *body.graph;
+  (void)*b.add_input("i", DataType::kInt64, Dims{});
+  Value* c = *b.add_input("c", DataType::kBool, Dims{});
+  Value* acc = *b.add_input("acc", DataType::kFloat32, Dims{kDynamicDim});
+  Value* bx = *b.add_capture(*x);
+  Node* sum = *b.add_node("ElementWise", "sum", ew(ElementWiseOp::kSum), {acc, bx});
+  Node* keep = *b.add_node("Identity", "keep", nullptr, {c});
+  ASSERT_TRUE(b.mark_output(keep->outputs[0]).is_ok());
+  ASSERT_TRUE(b.mark_output(sum->outputs[0]).is_ok());
+  Node* scan = *b.add_node("Identity", "scan", nullptr, {sum->outputs[0]});
+  ASSERT_TRUE(b.mark_output(scan->outputs[0]).is_ok());
+  std::vector<Subgraph> subs;
+  subs.push_back(std::move(body));
+  auto loop = g.add_node("Loop", "Loop_0", nullptr, {m, nullptr, acc0, x}, {"final", "all"}, std::move(subs));
+  ASSERT_TRUE(loop.is_ok()) << loop.status().to_string();
+  EXPECT_EQ((*loop)->outputs[1]->dims, (Dims{kDynamicDim, 2}));
+  ASSERT_TRUE(g.mark_output((*loop)->outputs[0]).is_ok());
+  ASSERT_TRUE(g.mark_output((*loop)->outputs[1]).is_ok());
+  std::shared_ptr<const Engine> engine;
+  auto ctx = build(g, engine);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {1, 2})).is_ok());
+  ASSERT_TRUE((*ctx)->execute().is_ok());
+  Tensor fin = *(*ctx)->output("final"), all = *(*ctx)->output("all");
+  EXPECT_EQ(fin.at(1), 6);
+  EXPECT_EQ(all.dims(), (Dims{3, 2}));
+  EXPECT_EQ(all.at(2), 2);
+}
+
+TEST(ControlFlow, SequenceOps) {
+  Graph g;
+  Value* x = *g.add_input("x", DataType::kFloat32, Dims{2});
+  Node* seq = *g.add_node("SequenceConstruct", "construct", nullptr, {x, x});
+  Node* ins = *g.add_node("SequenceInsert", "insert", nullptr, {seq->outputs[0], x});
+  Node* len = *g.add_node("SequenceLength", "len", nullptr, {ins->outputs[0]});
+  auto cat_attrs = std::make_unique<ConcatFromSequenceAttrs>();
+  cat_attrs->new_axis = true;
+  Node* cat = *g.add_node("ConcatFromSequence", "cat", std::move(cat_attrs), {ins->outputs[0]});
+  EXPECT_EQ(ins->outputs[0]->kind, ValueKind::kSequence);
+  ASSERT_TRUE(g.mark_output(len->outputs[0]).is_ok());
+  ASSERT_TRUE(g.mark_output(cat->outputs[0]).is_ok());
+  ASSERT_TRUE(g.mark_output(ins->outputs[0]).is_ok());
+  std::shared_ptr<const Engine> engine;
+  auto ctx = build(g, engine);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {1, 2})).is_ok());
+  ASSERT_TRUE((*ctx)->execute().is_ok());
+  EXPECT_EQ((*(*ctx)->output(len->outputs[0]->name)).at(0), 3);
+  EXPECT_EQ((*(*ctx)->output(cat->outputs[0]->name)).dims(), (Dims{3, 2}));
+  auto s = (*ctx)->output_value(ins->outputs[0]->name);
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ(s->items.size(), 3u);
+  EXPECT_FALSE((*ctx)->output(ins->outputs[0]->name).is_ok()) << "a sequence is not a tensor";
+  // Ordinary ops refuse sequences with a message.
+  auto bad = g.add_node("ElementWise", "bad", ew(ElementWiseOp::kSum), {seq->outputs[0], x});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("is a sequence; it takes tensors"), std::string::npos);
+}
+
+TEST(ControlFlow, OptionalOps) {
+  Graph g;
+  Node* empty = *g.add_node("Optional", "none", nullptr, {});
+  Node* has = *g.add_node("OptionalHasElement", "has", nullptr, {empty->outputs[0]});
+  Node* get = *g.add_node("OptionalGetElement", "get", nullptr, {empty->outputs[0]});
+  ASSERT_TRUE(g.mark_output(has->outputs[0]).is_ok());
+  ASSERT_TRUE(g.mark_output(get->outputs[0]).is_ok());
+  std::shared_ptr<const Engine> engine;
+  auto ctx = build(g, engine);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  Status s = (*ctx)->execute();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.to_string().find("the optional is empty"), std::string::npos) << s.to_string();
+}
+
+}  // namespace
+}  // namespace kiln
