@@ -1,13 +1,17 @@
 // The `kiln` command.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
+#include <new>
 
 #include "doctor.h"
 #include "inspect.h"
 #include "kiln/logger.h"
 #include "kiln/version.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"kiln: a deep-learning system for NVIDIA GPUs (primitives, optimizer and runtime, studio, modules)"};
   app.require_subcommand(0, 1);
   bool show_version = false, verbose_log = false;
@@ -33,4 +37,17 @@ int main(int argc, char** argv) {
   if (doctor->parsed()) return kiln::cli::run_doctor(doctor_opt);
   std::fputs(app.help().c_str(), stdout);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fputs("kiln: error: out of memory\n", stderr);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: error: %s\n", e.what());
+  }
+  return 1;
 }
