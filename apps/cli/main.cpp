@@ -1,6 +1,7 @@
 // The `kiln` command.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <new>
 
 #include "doctor.h"
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {
     std::fputs("kiln: error: out of memory; the model or engine needs more memory than this machine gives\n", stderr);
-    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: error: %s\n", e.what());
   }
+  return 1;
 }

@@ -90,8 +90,8 @@ RuntimeInfo query_runtime() {
 }
 
 bool gpu_available() {
-  static const bool available = !query_runtime().gpus.empty();
-  return available;
+  static const bool kAvailable = !query_runtime().gpus.empty();
+  return kAvailable;
 }
 
 Result<std::unique_ptr<Stream>> create_stream(int device) {

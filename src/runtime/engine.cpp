@@ -199,6 +199,7 @@ Status ExecutionContext::run_kernel(const Engine::Step& step, Scope& scope, Stre
     call.inputs.push_back({t.dtype(), t.dims(), true});
     src.push_back(t);
   }
+  values.reserve(src.size());
   for (const Tensor& t : src) values.push_back(t.defined() ? &t : nullptr);
   auto outs = node.schema->infer_outputs(InferContext(*node.attrs, call.inputs, values));
   if (!outs) return outs.take_status().with_node(node.context());

@@ -263,11 +263,11 @@ __attribute__((target("avx,f16c"))) void f16_to_f32(const uint16_t* src, float* 
 
 bool has_f16c() {
   // CPUID leaf 1, ECX: bit 28 AVX, bit 29 F16C (clang 14 has no "f16c" for __builtin_cpu_supports)
-  static const bool yes = [] {
+  static const bool kYes = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx >> 28 & 1) && (ecx >> 29 & 1);
   }();
-  return yes;
+  return kYes;
 }
 
 Status run_cast(KernelContext& ctx) {

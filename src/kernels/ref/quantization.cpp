@@ -17,7 +17,8 @@ std::vector<int32_t> widen_minus(const Tensor& x, const Tensor& zp, const Dims& 
   std::vector<int32_t> out(static_cast<size_t>(n));
   auto fill = [&](auto* src) {
     if (!zp.defined()) {
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(src[i]);
+      // int8 sign-extends on purpose: these are signed quantized values, not characters
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(src[i]);  // NOLINT(bugprone-signed-char-misuse)
       return;
     }
     const BroadcastIndexer at(zp_dims, x.dims());
