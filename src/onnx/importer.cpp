@@ -399,6 +399,7 @@ Result<Node*> ImportContext::add_owner(const OnnxNode& node, std::string_view op
       if (std::find(inputs.begin(), inputs.end(), outer) == inputs.end()) inputs.push_back(outer);
     }
   std::vector<std::string> out_names;
+  out_names.reserve(node.num_outputs());
   for (int i = 0; i < node.num_outputs(); ++i) out_names.push_back(node.proto().output(i));
   auto added =
       graph_.add_node(op, node_name(node), std::move(attrs), std::move(inputs), out_names, std::move(subgraphs));

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <utility>
 
 namespace kiln::onnx_import {
 
@@ -135,7 +136,8 @@ struct ExternalFile {
   ExternalFile() = default;
   ExternalFile(const ExternalFile&) = delete;
   ExternalFile& operator=(const ExternalFile&) = delete;
-  ExternalFile(ExternalFile&& o) noexcept : fd(o.fd), offset(o.offset), length(o.length), location(o.location) {
+  ExternalFile(ExternalFile&& o) noexcept
+      : fd(o.fd), offset(o.offset), length(o.length), location(std::move(o.location)) {
     o.fd = -1;
   }
   ~ExternalFile() {

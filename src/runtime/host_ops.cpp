@@ -440,9 +440,9 @@ class HostRun {
         for (int64_t at = 0; at < d; at += v[0]) sizes.push_back(std::min(v[0], d - at));
       } else {
         int64_t total = 0;
-        for (int64_t x_ : v) {
-          if (x_ < 0) return error("split sizes must not be negative");
-          total += x_;
+        for (int64_t part : v) {
+          if (part < 0) return error("split sizes must not be negative");
+          total += part;
         }
         if (total != d) return error("split sizes add up to ", total, " but the axis has ", d);
         sizes = v;

@@ -194,6 +194,7 @@ KILN_REGISTER_OP(einsum_schema());
 KILN_REGISTER_FOLD_COST("Einsum", [](const Attrs& attrs, const std::vector<const Tensor*>& in,
                                      const std::vector<TensorDesc>& out) {
   std::vector<Dims> dims;
+  dims.reserve(in.size());
   for (const Tensor* t : in) dims.push_back(t ? t->dims() : Dims{});
   auto plan = einsum_plan(static_cast<const EinsumAttrs&>(attrs).equation, dims);
   if (!plan) return output_elements(out);
