@@ -284,7 +284,8 @@ int main(int argc, char** argv) {
           roundtrip_failures.push_back(exported);
       }
       if (verbose)
-        std::printf("%-12s %-18s %s %s\n", outcome_name(r.outcome).c_str(), cat.c_str(), r.name.c_str(), r.reason.c_str());
+        std::printf("%-12s %-18s %s %s\n", outcome_name(r.outcome).c_str(), cat.c_str(), r.name.c_str(),
+                    r.reason.c_str());
       results.push_back(std::move(r));
     }
   }
