@@ -250,6 +250,8 @@ int main(int argc, char** argv) {
   app.add_option("--floor", floor_path, "fail when a category passes fewer tests than this file's floor");
   app.add_flag("-v,--verbose", verbose, "print every test");
   std::vector<std::string> categories = kCategories;
+  bool strict = false;
+  app.add_flag("--strict", strict, "exit non-zero unless every test passes");
   app.add_flag("--range-relative", g_range_relative,
                "compare each output within rtol of its largest magnitude, not only of each element");
   app.add_option("--category", categories, "the data folder's subfolders to run (default: the suite's four)");
@@ -341,5 +343,11 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%s\n", line.c_str());
+  if (strict)
+    for (auto& r : results)
+      if (r.outcome != Outcome::kPass) {
+        std::printf("conformance: %s/%s does not pass: %s\n", r.category.c_str(), r.name.c_str(), r.reason.c_str());
+        rc = 1;
+      }
   return rc;
 }
