@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "graph/unroll_loops.h"
 #include "kiln/logger.h"
 #include "onnx/tensor_proto.h"
 
@@ -693,6 +694,8 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
     KILN_RETURN_IF_ERROR(graph->mark_output(v));
     out.output_names.push_back(o.name());
   }
+  // unroll-loop: small loops with a constant trip count become straight-line code (logged per loop).
+  if (auto unrolled = unroll_small_loops(*graph); !unrolled) return unrolled.take_status().with_prefix(source);
   KILN_RETURN_IF_ERROR(graph->fold_known_values());
   for (auto& w : ctx.warnings()) out.warnings.push_back(w);
   for (Value* v : graph->values()) {

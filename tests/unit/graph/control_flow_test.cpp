@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "builder/builder.h"
+#include "graph/unroll_loops.h"
 #include "ops/control_flow/control_flow.h"
 #include "ops/elementwise/elementwise.h"
 #include "runtime/engine.h"
@@ -129,6 +130,90 @@ TEST(ControlFlow, LoopCarriesValuesAndStacksScanOutputs) {
   EXPECT_EQ(fin.at(1), 6);
   EXPECT_EQ(all.dims(), (Dims{3, 2}));
   EXPECT_EQ(all.at(2), 2);
+}
+
+// A Loop of `trips` trips adding the captured x to a carried accumulator; with `scan`, it also stacks the sums.
+Node* accumulate_loop(Graph& g, int64_t trips, bool scan) {
+  Value* x = g.find_value("x");
+  Value* m = *g.add_constant("M", scalar(DataType::kInt64, static_cast<double>(trips)));
+  Value* acc0 = *g.add_constant("acc0", floats({2}, {0, 0}));
+  Subgraph body{"body", std::make_unique<Graph>()};
+  Graph& b = *body.graph;
+  Value* i = *b.add_input("i", DataType::kInt64, Dims{});
+  Value* c = *b.add_input("c", DataType::kBool, Dims{});
+  Value* acc = *b.add_input("acc", DataType::kFloat32, Dims{kDynamicDim});
+  Value* bx = *b.add_capture(*x);
+  Node* fi = *b.add_node("Cast", "fi",
+                         [] {
+                           auto a = std::make_unique<CastAttrs>();
+                           a->to = DataType::kFloat32;
+                           return a;
+                         }(),
+                         {i});
+  Node* step = *b.add_node("ElementWise", "step", ew(ElementWiseOp::kSum), {bx, fi->outputs[0]});
+  Node* sum = *b.add_node("ElementWise", "sum", ew(ElementWiseOp::kSum), {acc, step->outputs[0]});
+  Node* keep = *b.add_node("Identity", "keep", nullptr, {c});
+  EXPECT_TRUE(b.mark_output(keep->outputs[0]).is_ok());
+  EXPECT_TRUE(b.mark_output(sum->outputs[0]).is_ok());
+  if (scan) {
+    Node* stacked = *b.add_node("Identity", "stacked", nullptr, {sum->outputs[0]});
+    EXPECT_TRUE(b.mark_output(stacked->outputs[0]).is_ok());
+  }
+  std::vector<Subgraph> subs;
+  subs.push_back(std::move(body));
+  std::vector<std::string> names{"final"};
+  if (scan) names.emplace_back("all");
+  auto loop = g.add_node("Loop", "Loop_0", nullptr, {m, nullptr, acc0, x}, names, std::move(subs));
+  EXPECT_TRUE(loop.is_ok()) << loop.status().to_string();
+  for (Value* out : (*loop)->outputs) {
+    EXPECT_TRUE(g.mark_output(out).is_ok());
+  }
+  return *loop;
+}
+
+TEST(ControlFlow, UnrollsASmallLoopWithAConstantTripCount) {
+  Graph g;
+  (void)*g.add_input("x", DataType::kFloat32, Dims{2});
+  accumulate_loop(g, 3, false);
+  auto n = unroll_small_loops(g);
+  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+  EXPECT_EQ(*n, 1);
+  for (Node* node : g.nodes()) {
+    EXPECT_NE(node->op(), "Loop");
+  }
+  EXPECT_TRUE(g.verify().is_ok()) << g.verify().to_string();
+  std::shared_ptr<const Engine> engine;
+  auto ctx = build(g, engine);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {1, 2})).is_ok());
+  ASSERT_TRUE((*ctx)->execute().is_ok());
+  Tensor fin = *(*ctx)->output("final");  // the output keeps its name: sum of (x + i) for i = 0, 1, 2
+  EXPECT_EQ(fin.at(0), 6);
+  EXPECT_EQ(fin.at(1), 9);
+}
+
+TEST(ControlFlow, KeepsLoopsItCannotUnroll) {
+  for (auto [trips, scan] : {std::pair<int64_t, bool>{100, false}, {3, true}}) {
+    Graph g;
+    (void)*g.add_input("x", DataType::kFloat32, Dims{2});
+    accumulate_loop(g, trips, scan);
+    auto n = unroll_small_loops(g);
+    ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+    EXPECT_EQ(*n, 0) << trips << " trips, scan outputs " << scan;
+  }
+}
+
+TEST(ControlFlow, UnrollingZeroTripsPassesTheInitialValuesThrough) {
+  Graph g;
+  (void)*g.add_input("x", DataType::kFloat32, Dims{2});
+  accumulate_loop(g, 0, false);
+  ASSERT_EQ(*unroll_small_loops(g), 1);
+  std::shared_ptr<const Engine> engine;
+  auto ctx = build(g, engine);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {1, 2})).is_ok());
+  ASSERT_TRUE((*ctx)->execute().is_ok());
+  EXPECT_EQ((*ctx)->output("final")->at(1), 0);
 }
 
 TEST(ControlFlow, SequenceOps) {
