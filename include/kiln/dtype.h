@@ -17,6 +17,7 @@ enum class DataType : uint8_t {
   kInt64,
   kBool,
   kFp8E4M3,  ///< reserved: no kernels yet
+  kString,   ///< ids of interned strings (include/kiln/strings.h); host ops only, not in kAllDataTypes
 };
 
 inline constexpr DataType kAllDataTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
@@ -24,7 +25,7 @@ inline constexpr DataType kAllDataTypes[] = {DataType::kFloat32, DataType::kFloa
                                              DataType::kInt64,   DataType::kBool,    DataType::kFp8E4M3};
 
 size_t dtype_size(DataType dtype);
-/// "float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool", "fp8e4m3".
+/// "float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool", "fp8e4m3", "string".
 std::string_view dtype_name(DataType dtype);
 std::optional<DataType> parse_dtype(std::string_view name);
 /// dtype_name under the name attribute printing looks for (enum fields print by name).

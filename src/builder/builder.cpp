@@ -21,8 +21,8 @@ OpCall call_for(const Node& n) {
 }
 // Host ops (control flow, sequences, optionals, and Identity of one) are run by the runtime itself.
 bool runs_on_host(const Node& n) {
-  return n.schema->host ||
-         (n.op() == "Identity" && n.inputs.size() == 1 && n.inputs[0] && n.inputs[0]->kind != ValueKind::kTensor);
+  return n.schema->host || (n.op() == "Identity" && n.inputs.size() == 1 && n.inputs[0] &&
+                            (n.inputs[0]->kind != ValueKind::kTensor || n.inputs[0]->dtype == DataType::kString));
 }
 
 // The plan of one graph: a kernel per node, a sub-plan per subgraph; failures name the subgraph path.

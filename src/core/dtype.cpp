@@ -18,6 +18,7 @@ size_t dtype_size(DataType dtype) {
     case DataType::kInt64: return 8;
     case DataType::kBool: return 1;
     case DataType::kFp8E4M3: return 1;
+    case DataType::kString: return 8;
   }
   return 0;
 }
@@ -33,6 +34,7 @@ std::string_view dtype_name(DataType dtype) {
     case DataType::kInt64: return "int64";
     case DataType::kBool: return "bool";
     case DataType::kFp8E4M3: return "fp8e4m3";
+    case DataType::kString: return "string";
   }
   return "?";
 }
@@ -43,6 +45,7 @@ std::optional<DataType> parse_dtype(std::string_view name) {
   if (name == "fp32" || name == "float") return DataType::kFloat32;
   if (name == "fp16" || name == "half") return DataType::kFloat16;
   if (name == "bf16") return DataType::kBFloat16;
+  if (name == "string") return DataType::kString;
   return std::nullopt;
 }
 
@@ -116,6 +119,7 @@ double load_element(const void* data, DataType dtype, int64_t i) {
     case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(data)[i]);
     case DataType::kBool: return static_cast<const uint8_t*>(data)[i] ? 1.0 : 0.0;
     case DataType::kFp8E4M3: return 0.0;
+    case DataType::kString: return static_cast<double>(static_cast<const int64_t*>(data)[i]);  // the string's id
   }
   return 0.0;
 }
@@ -144,6 +148,7 @@ void store_element(void* data, DataType dtype, int64_t i, double v) {
     case DataType::kInt64: static_cast<int64_t*>(data)[i] = saturate_to<int64_t>(v); return;
     case DataType::kBool: static_cast<uint8_t*>(data)[i] = v != 0.0 ? 1 : 0; return;
     case DataType::kFp8E4M3: return;
+    case DataType::kString: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v); return;  // an id
   }
 }
 

@@ -14,6 +14,8 @@
 #include <limits>
 #include <utility>
 
+#include "kiln/strings.h"
+
 namespace kiln::onnx_import {
 
 using TP = onnx::TensorProto;
@@ -33,6 +35,7 @@ std::optional<DataType> from_onnx_dtype(int64_t t, bool* narrowed) {
     case TP::INT32: return DataType::kInt32;
     case TP::INT64: return DataType::kInt64;
     case TP::BOOL: return DataType::kBool;
+    case TP::STRING: return DataType::kString;
     case TP::DOUBLE: return narrow(DataType::kFloat32);
     case TP::INT16: return narrow(DataType::kInt32);
     case TP::UINT16: return narrow(DataType::kInt32);
@@ -52,6 +55,7 @@ int to_onnx_dtype(DataType d) {
     case DataType::kInt64: return TP::INT64;
     case DataType::kBool: return TP::BOOL;
     case DataType::kFp8E4M3: return TP::UNDEFINED;
+    case DataType::kString: return TP::STRING;
   }
   return TP::UNDEFINED;
 }
@@ -309,6 +313,30 @@ bool needs_conversion(int src_type) {
 
 }  // namespace
 
+namespace {
+
+// A STRING tensor: its strings travel in string_data (never raw or external); they are interned.
+Result<Tensor> strings_from_proto(const TP& proto, const Dims& shape, uint64_t n, const TensorSource& source,
+                                  const std::string& what) {
+  if (proto.data_location() == TP::EXTERNAL || proto.has_raw_data())
+    return invalid_argument(what, " is a STRING tensor with raw or external data; strings travel in string_data");
+  if (static_cast<uint64_t>(proto.string_data_size()) != n)
+    return invalid_argument(what, " has ", proto.string_data_size(), " strings but its shape ", shape.to_string(),
+                            " needs ", n);
+  uint64_t bytes = n * sizeof(int64_t);
+  for (const std::string& s : proto.string_data()) bytes += s.size();
+  if (source.budget) KILN_RETURN_IF_ERROR(source.budget->charge(bytes, what));
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(DataType::kString, shape, cpu_allocator(), what));
+  for (int i = 0; i < proto.string_data_size(); ++i) {
+    auto id = intern_string(proto.string_data(i));
+    if (!id) return Status(id.status().code(), str_cat(what, ": ", id.status().message()));
+    t.data<int64_t>()[i] = *id;
+  }
+  return t;
+}
+
+}  // namespace
+
 Result<Tensor> tensor_from_proto(const TP& proto, const TensorSource& source, const std::string& what) {
   const int src_type = proto.data_type();
   const auto dtype = from_onnx_dtype(src_type);
@@ -325,6 +353,7 @@ Result<Tensor> tensor_from_proto(const TP& proto, const TensorSource& source, co
       return invalid_argument(what, " has an absurd shape ", shape.to_string());
     n *= static_cast<uint64_t>(d);
   }
+  if (src_type == TP::STRING) return strings_from_proto(proto, shape, n, source, what);
   const size_t esize = source_element_size(src_type);
   const bool external = proto.data_location() == TP::EXTERNAL;
   std::optional<ExternalFile> file;
@@ -399,6 +428,10 @@ void tensor_to_proto(const Tensor& tensor, const std::string& name, TP& proto) {
   proto.set_name(name);
   proto.set_data_type(to_onnx_dtype(tensor.dtype()));
   for (int64_t d : tensor.dims()) proto.add_dims(d);
+  if (tensor.dtype() == DataType::kString) {
+    for (int64_t i = 0; i < tensor.numel(); ++i) proto.add_string_data(std::string(string_at(tensor, i)));
+    return;
+  }
   proto.set_raw_data(std::string(static_cast<const char*>(tensor.raw()), tensor.nbytes()));
 }
 

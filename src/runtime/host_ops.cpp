@@ -1,11 +1,12 @@
 // The host ops: control flow (If, Loop, Scan, SequenceMap) runs subgraphs as sub-plans with their own
-// scope; the sequence and optional ops move tensors between values. On a GPU engine they run on the host
-// between device steps.
+// scope; the sequence and optional ops move tensors between values; the string ops look inside strings. On a GPU engine
+// they run on the host between device steps.
 #include <algorithm>
 #include <cstring>
 
 #include "ops/control_flow/control_flow.h"
 #include "runtime/engine.h"
+#include "runtime/string_ops.h"
 
 namespace kiln {
 namespace {
@@ -160,6 +161,15 @@ class HostRun {
     if (op == "Identity") {
       KILN_ASSIGN_OR_RETURN(const RuntimeValue* v, in(0));
       set(0, *v);
+      return Status::ok();
+    }
+    if (op == "StringNormalizer" || op == "StringCast") {
+      KILN_ASSIGN_OR_RETURN(Tensor x, tensor_in(0));
+      Result<Tensor> y = op == "StringCast"
+                             ? cast_strings(x, static_cast<const StringCastAttrs&>(*node_.attrs).to)
+                             : normalize_strings(x, static_cast<const StringNormalizerAttrs&>(*node_.attrs));
+      if (!y) return y.take_status();
+      set(0, RuntimeValue::of(*y));
       return Status::ok();
     }
     if (op == "SequenceEmpty") {

@@ -358,6 +358,7 @@ std::string short_dtype(DataType d) {
     case DataType::kInt64: return "i64";
     case DataType::kBool: return "bool";
     case DataType::kFp8E4M3: return "fp8";
+    case DataType::kString: return "str";
   }
   return "?";
 }

@@ -42,7 +42,8 @@ inline void pool_plane(const RoiAlignAttrs& a, const float* plane, int64_t h, in
   const double x_start = g.x_start, y_start = g.y_start;
   const int64_t oh = a.output_height, ow = a.output_width;
   const double bin_h = g.roi_h / oh, bin_w = g.roi_w / ow;
-  const int64_t grid_h = g.h, grid_w = g.w;
+  // An empty grid (a zero-width or zero-height region) samples nothing: every bin is 0.
+  const int64_t grid_h = g.w > 0 ? g.h : 0, grid_w = g.h > 0 ? g.w : 0;
   const bool max_mode = a.mode == RoiAlignMode::kMax;
   const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
   for (int64_t ph = 0; ph < oh; ++ph)

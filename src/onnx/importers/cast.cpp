@@ -1,7 +1,8 @@
-// ONNX Cast and CastLike -> kiln Cast.
+// ONNX Cast and CastLike -> kiln Cast (StringCast when strings are involved).
 #include "onnx/importer.h"
 #include "onnx/tensor_proto.h"
 #include "ops/elementwise/elementwise.h"
+#include "ops/strings/strings.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -11,13 +12,21 @@ namespace {
 Result<DataType> target_dtype(const OnnxNode& node, int64_t onnx_type) {
   const auto d = from_onnx_dtype(onnx_type);
   if (!d)
-    return node.unsupported_error("cast to ", onnx_dtype_name(onnx_type),
-                                  ": kiln holds float32/float16/bfloat16, int8/uint8/int32/int64 and bool tensors");
+    return node.unsupported_error(
+        "cast to ", onnx_dtype_name(onnx_type),
+        ": kiln holds float32/float16/bfloat16, int8/uint8/int32/int64, bool and string tensors");
   return *d;
 }
 
 Status add_cast(ImportContext& ctx, const OnnxNode& node, DataType to) {
   KILN_ASSIGN_OR_RETURN(Value * x, ctx.input(node, 0));
+  if (!x) return node.error("Cast needs its input");
+  if (x->dtype == to && to == DataType::kString) return ctx.add(node, "Identity", NoAttrs{}, {x}).status();
+  if (x->dtype == DataType::kString || to == DataType::kString) {  // text <-> numbers, on the host
+    StringCastAttrs a;
+    a.to = to;
+    return ctx.add(node, "StringCast", a, {x}).status();
+  }
   return ctx.add(node, "Cast", cast_to(to), {x}).status();
 }
 
