@@ -3,6 +3,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "kiln/strings.h"
+
 namespace kiln {
 
 using nlohmann::json;
@@ -18,6 +20,22 @@ json value_json(const Value* v) {
           {"dim_names", v->dim_names}};
 }
 
+// A string constant's texts (length-prefixed, as graph_json writes them) into `t`'s interned ids.
+Status read_strings(std::string_view data, Tensor& t, const std::string& name) {
+  size_t at = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (data.size() - at < 4) return invalid_argument("string constant '", name, "' runs past its data");
+    uint32_t n = 0;
+    for (int k = 0; k < 4; ++k) n |= static_cast<uint32_t>(static_cast<unsigned char>(data[at + k])) << (8 * k);
+    at += 4;
+    if (data.size() - at < n) return invalid_argument("string constant '", name, "' runs past its data");
+    KILN_ASSIGN_OR_RETURN(t.data<int64_t>()[i], intern_string(data.substr(at, n)));
+    at += n;
+  }
+  if (at != data.size()) return invalid_argument("string constant '", name, "' has the wrong size");
+  return Status::ok();
+}
+
 // The description of one graph; constants' bytes go to `blob`. Subgraphs nest under their node.
 json graph_json(const Graph& graph, std::string& blob) {
   json j;
@@ -28,12 +46,22 @@ json graph_json(const Graph& graph, std::string& blob) {
   j["constants"] = json::array();
   for (Value* v : graph.values()) {
     if (!v->is_constant()) continue;
+    const size_t offset = blob.size();
+    if (v->dtype == DataType::kString) {  // the texts, each as a 4-byte little-endian length and its bytes
+      for (int64_t i = 0; i < v->constant.numel(); ++i) {
+        const std::string_view text = string_at(v->constant, i);
+        const auto n = static_cast<uint32_t>(text.size());
+        for (int k = 0; k < 4; ++k) blob.push_back(static_cast<char>((n >> (8 * k)) & 0xff));
+        blob.append(text);
+      }
+    } else {
+      blob.append(static_cast<const char*>(v->constant.raw()), v->constant.nbytes());
+    }
     j["constants"].push_back({{"name", v->name},
                               {"dtype", dtype_name(v->dtype)},
                               {"dims", dims_json(v->dims)},
-                              {"offset", blob.size()},
-                              {"bytes", v->constant.nbytes()}});
-    blob.append(static_cast<const char*>(v->constant.raw()), v->constant.nbytes());
+                              {"offset", offset},
+                              {"bytes", blob.size() - offset}});
   }
   j["nodes"] = json::array();
   auto order = graph.topological_order();
@@ -100,6 +128,11 @@ Status read_graph(const json& j, std::string_view blob, Graph& graph, int depth)
     if (offset > blob.size() || size > blob.size() - offset)
       return invalid_argument("constant '", c.at("name").get<std::string>(), "' runs past the end of the data");
     KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
+    if (dtype == DataType::kString) {
+      KILN_RETURN_IF_ERROR(read_strings(std::string_view(blob).substr(offset, size), t, c.at("name")));
+      KILN_RETURN_IF_ERROR(graph.add_constant(c.at("name"), std::move(t)).status());
+      continue;
+    }
     if (t.nbytes() != size)
       return invalid_argument("constant '", c.at("name").get<std::string>(), "' has the wrong size");
     std::memcpy(t.raw(), blob.data() + offset, size);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "graph/serialization.h"
 #include "kiln/strings.h"
 #include "runtime/string_ops.h"
 
@@ -68,6 +69,19 @@ TEST(Strings, CastsNumbersToShortestTextAndBack) {
   auto bad = cast_strings(*string_tensor(Dims{1}, {"12abc"}), DataType::kFloat32);
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("'12abc' is not a number"), std::string::npos) << bad.status().message();
+}
+
+TEST(Strings, EngineGraphsKeepTheTextsOfStringConstants) {
+  Graph g;
+  Value* words = *g.add_constant("words", *string_tensor(Dims{2}, {"tuesday", "a longer word"}));
+  ASSERT_TRUE(g.mark_output(words).is_ok());
+  const std::string bytes = serialize_graph(g);
+  EXPECT_NE(bytes.find("a longer word"), std::string::npos);  // the text, not a process-local id
+  auto back = deserialize_graph(bytes);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  const Tensor& t = (*back)->find_value("words")->constant;
+  EXPECT_EQ(string_at(t, 0), "tuesday");
+  EXPECT_EQ(string_at(t, 1), "a longer word");
 }
 
 }  // namespace
