@@ -246,6 +246,75 @@ TEST(ControlFlow, SequenceOps) {
   EXPECT_NE(bad.status().message().find("is a sequence; it takes tensors"), std::string::npos);
 }
 
+TEST(ControlFlow, ScanCarriesStateAndStacksPerStepOutputs) {
+  Graph g;
+  Value* s0 = *g.add_input("s0", DataType::kFloat32, Dims{2});
+  Value* xs = *g.add_input("xs", DataType::kFloat32, Dims{3, 2});
+  Subgraph body{"body", std::make_unique<Graph>()};
+  Graph& b = *body.graph;
+  Value* s = *b.add_input("s", DataType::kFloat32, Dims{kDynamicDim});
+  Value* xt = *b.add_input("xt", DataType::kFloat32, Dims{kDynamicDim});
+  Node* sum = *b.add_node("ElementWise", "sum", ew(ElementWiseOp::kSum), {s, xt});
+  Node* copy = *b.add_node("Identity", "copy", nullptr, {sum->outputs[0]});
+  ASSERT_TRUE(b.mark_output(sum->outputs[0]).is_ok());
+  ASSERT_TRUE(b.mark_output(copy->outputs[0]).is_ok());
+  auto attrs = std::make_unique<ScanAttrs>();
+  attrs->num_scan_inputs = 1;
+  std::vector<Subgraph> subs;
+  subs.push_back(std::move(body));
+  auto scan = g.add_node("Scan", "scan", std::move(attrs), {s0, xs}, {"final", "running"}, std::move(subs));
+  ASSERT_TRUE(scan.is_ok()) << scan.status().to_string();
+  ASSERT_TRUE(g.mark_output((*scan)->outputs[0]).is_ok());
+  ASSERT_TRUE(g.mark_output((*scan)->outputs[1]).is_ok());
+  std::shared_ptr<const Engine> engine;
+  auto ctx = build(g, engine);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  ASSERT_TRUE((*ctx)->set_input("s0", floats({2}, {10, 20})).is_ok());
+  ASSERT_TRUE((*ctx)->set_input("xs", floats({3, 2}, {1, 2, 3, 4, 5, 6})).is_ok());
+  ASSERT_TRUE((*ctx)->execute().is_ok());
+  Tensor fin = *(*ctx)->output("final"), running = *(*ctx)->output("running");
+  EXPECT_EQ(fin.at(0), 19);  // 10 + 1 + 3 + 5
+  EXPECT_EQ(fin.at(1), 32);
+  EXPECT_EQ(running.dims(), (Dims{3, 2}));
+  EXPECT_EQ(running.at(2), 14);  // after the second step
+}
+
+TEST(ControlFlow, SplitMapAtEraseAndEmptySequences) {
+  Graph g;
+  Value* x = *g.add_input("x", DataType::kFloat32, Dims{3, 2});
+  auto split = std::make_unique<SplitToSequenceAttrs>();
+  split->keepdims = false;
+  Node* seq = *g.add_node("SplitToSequence", "split", std::move(split), {x});
+  Subgraph body{"body", std::make_unique<Graph>()};
+  Value* e = *body.graph->add_input("e", DataType::kFloat32, Dims{kDynamicDim});
+  Node* sq = *body.graph->add_node("ElementWise", "square", ew(ElementWiseOp::kProd), {e, e});
+  ASSERT_TRUE(body.graph->mark_output(sq->outputs[0]).is_ok());
+  std::vector<Subgraph> subs;
+  subs.push_back(std::move(body));
+  auto mapped = g.add_node("SequenceMap", "map", nullptr, {seq->outputs[0]}, {"squares"}, std::move(subs));
+  ASSERT_TRUE(mapped.is_ok()) << mapped.status().to_string();
+  Value* last_pos = *g.add_constant("last_pos", scalar(DataType::kInt64, -1));
+  Node* last = *g.add_node("SequenceAt", "last", nullptr, {(*mapped)->outputs[0], last_pos});
+  Node* erased = *g.add_node("SequenceErase", "erase", nullptr, {(*mapped)->outputs[0]});
+  Node* erased_len = *g.add_node("SequenceLength", "erased_len", nullptr, {erased->outputs[0]});
+  Node* empty = *g.add_node("SequenceEmpty", "empty", std::make_unique<SequenceEmptyAttrs>(), {});
+  Node* empty_len = *g.add_node("SequenceLength", "empty_len", nullptr, {empty->outputs[0]});
+  for (Node* n : {last, erased_len, empty_len}) {
+    ASSERT_TRUE(g.mark_output(n->outputs[0]).is_ok());
+  }
+  std::shared_ptr<const Engine> engine;
+  auto ctx = build(g, engine);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  ASSERT_TRUE((*ctx)->set_input("x", floats({3, 2}, {1, 2, 3, 4, 5, 6})).is_ok());
+  ASSERT_TRUE((*ctx)->execute().is_ok());
+  Tensor l = *(*ctx)->output(last->outputs[0]->name);
+  EXPECT_EQ(l.dims(), (Dims{2}));
+  EXPECT_EQ(l.at(0), 25);
+  EXPECT_EQ(l.at(1), 36);
+  EXPECT_EQ((*(*ctx)->output(erased_len->outputs[0]->name)).at(0), 2);  // erases the last element by default
+  EXPECT_EQ((*(*ctx)->output(empty_len->outputs[0]->name)).at(0), 0);
+}
+
 TEST(ControlFlow, OptionalOps) {
   Graph g;
   Node* empty = *g.add_node("Optional", "none", nullptr, {});
