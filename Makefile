@@ -1,4 +1,4 @@
-# kiln: `make run` installs what is missing, builds and runs the main job; `make test` also runs every test.
+# kiln: `make run` installs what is missing, builds and runs the main job (doctor, then exec); `make test` also runs every test.
 .PHONY: deps build run test test-sanitize conformance fuzz fuzz-smoke format format-check tidy ops-doc clean
 
 PRESET ?= release
@@ -11,8 +11,11 @@ build: deps
 	@cmake --preset $(PRESET) >/dev/null
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
+# The main job: check the install, then build and time an engine of a model the project ships (a small
+# PyTorch-exported detector with control flow, tests/onnx/detection/models).
 run: build
 	build/bin/kiln doctor
+	build/bin/kiln exec --onnx tests/onnx/detection/models/detection/tiny_detector/model.onnx --duration 1
 
 test: build format-check tidy
 	@ctest --preset $(PRESET) -j $(JOBS)

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "doctor.h"
+#include "exec.h"
 #include "inspect.h"
 #include "kiln/logger.h"
 #include "kiln/version.h"
@@ -37,9 +38,27 @@ int run(int argc, char** argv) {
                       "element operations all constant folds of the import may take together (default 4e10)");
   inspect->add_option("--large-tensor-warning", inspect_opt.large_tensor_warning,
                       "warn about tensors larger than this, e.g. 2GiB (the default)");
+  auto* exec = app.add_subcommand("exec", "build (or load) an engine, run it and report throughput and latency");
+  kiln::cli::ExecOptions exec_opt;
+  exec->add_option("--onnx", exec_opt.onnx, "the ONNX model to build an engine from");
+  exec->add_option("--loadEngine", exec_opt.load_engine, "run this engine file instead of building one");
+  exec->add_option("--saveEngine", exec_opt.save_engine, "write the built engine here");
+  exec->add_option("--shapes", exec_opt.shapes, "input shapes for dynamic dims: name:1x3x224x224 (repeatable)");
+  exec->add_option("--loadInputs", exec_opt.load_inputs, "input values from an ONNX TensorProto: name:file.pb");
+  exec->add_option("--iterations", exec_opt.iterations, "run at least this many inferences (default 10)");
+  exec->add_option("--duration", exec_opt.duration_s, "run for at least this many seconds (default 3)");
+  exec->add_option("--warmUp", exec_opt.warm_up_ms, "warm up for this many milliseconds first (default 200)");
+  exec->add_option("--avgRuns", exec_opt.avg_runs, "inferences averaged per reported average (default 10)");
+  exec->add_option("--percentile", exec_opt.percentiles, "latency percentiles to report (default 90 95 99)")
+      ->delimiter(',');
+  exec->add_option("--exportOutput", exec_opt.export_output, "write the last run's outputs here (JSON)");
+  exec->add_option("--exportTimes", exec_opt.export_times, "write every inference's timing here (JSON)");
+  exec->add_option("--external-data-root", exec_opt.external_data_root,
+                   "a folder external data may also resolve into (default: only the model's folder)");
   CLI11_PARSE(app, argc, argv);
   if (verbose_log) kiln::Logger::global().set_level(kiln::Severity::kVerbose);
   if (inspect->parsed()) return kiln::cli::run_inspect(inspect_opt);
+  if (exec->parsed()) return kiln::cli::run_exec(exec_opt);
   if (show_version) {
     std::printf("kiln %s\n", kiln::version_string());
     return 0;

@@ -1,0 +1,267 @@
+#include "exec.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "builder/builder.h"
+#include "kiln/strings.h"
+#include "onnx/importer.h"
+#include "onnx/tensor_proto.h"
+#include "runtime/engine.h"
+
+namespace kiln::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "kiln: error: %s\n", s.to_string().c_str());
+  std::printf("&&&& FAILED kiln exec\n");
+  return 1;
+}
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+Result<std::string> read_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kIoError, str_cat("cannot open ", what, " '", path, "'"));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// "name:2x3x224" -> {name, dims}.
+Result<std::pair<std::string, std::vector<int64_t>>> parse_shape(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return invalid_argument("--shapes '", text, "' is not name:dims (e.g. input:1x3x224x224)");
+  std::vector<int64_t> dims;
+  std::stringstream parts(text.substr(colon + 1));
+  for (std::string d; std::getline(parts, d, 'x');) {
+    size_t end = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(d, &end);
+    } catch (const std::exception&) {
+      end = 0;
+    }
+    if (end != d.size() || v < 0 || v > (int64_t{1} << 40))
+      return invalid_argument("--shapes '", text, "': '", d, "' is not a dimension");
+    dims.push_back(v);
+  }
+  return std::pair{text.substr(0, colon), dims};
+}
+
+// Random values from a fixed seed: floats in [-1, 1), integers in [0, 4) (safe as indices), random bools.
+Result<Tensor> random_tensor(DataType dtype, const Dims& dims, std::mt19937& rng) {
+  if (dtype == DataType::kString) {
+    std::vector<std::string> items(static_cast<size_t>(dims.numel()));
+    for (auto& s : items) s = str_cat("s", rng() % 8);
+    return string_tensor(dims, items);
+  }
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (is_floating(dtype))
+      t.set(i, real(rng));
+    else if (dtype == DataType::kBool)
+      t.set(i, static_cast<double>(rng() % 2));
+    else
+      t.set(i, static_cast<double>(rng() % 4));
+  }
+  return t;
+}
+
+Result<std::vector<std::pair<std::string, Tensor>>> make_inputs(const Engine& engine, const ExecOptions& opt) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string& s : opt.shapes) {
+    KILN_ASSIGN_OR_RETURN(auto parsed, parse_shape(s));
+    shapes[parsed.first] = parsed.second;
+  }
+  std::map<std::string, std::string> files;
+  for (const std::string& s : opt.load_inputs) {
+    const auto colon = s.find(':');
+    if (colon == std::string::npos || colon == 0) return invalid_argument("--loadInputs '", s, "' is not name:file.pb");
+    files[s.substr(0, colon)] = s.substr(colon + 1);
+  }
+  std::mt19937 rng(1234);
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const Value* in : engine.graph().inputs()) {
+    if (in->kind != ValueKind::kTensor)
+      return unsupported("input '", in->name, "' is a ", value_kind_name(in->kind),
+                         "; kiln exec feeds tensors only (use the C++ API for sequences and optionals)");
+    if (auto f = files.find(in->name); f != files.end()) {
+      KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(f->second, "input file"));
+      onnx::TensorProto proto;
+      if (!proto.ParseFromString(bytes))
+        return invalid_argument("--loadInputs: '", f->second, "' is not an ONNX TensorProto (.pb) file");
+      onnx_import::TensorSource source(std::filesystem::path(f->second).parent_path().string());
+      KILN_ASSIGN_OR_RETURN(Tensor t, onnx_import::tensor_from_proto(proto, source, "input '" + in->name + "'"));
+      out.emplace_back(in->name, std::move(t));
+      files.erase(f);
+      continue;
+    }
+    Dims dims = in->dims;
+    if (auto s = shapes.find(in->name); s != shapes.end()) {
+      KILN_ASSIGN_OR_RETURN(dims, Dims::from(s->second));
+      shapes.erase(s);
+    } else if (!dims.is_static()) {
+      return invalid_argument("input '", in->name, "' has dynamic dims ", dims.to_string(),
+                              "; give its shape with --shapes ", in->name, ":", "1x...");
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor t, random_tensor(in->dtype, dims, rng));
+    out.emplace_back(in->name, std::move(t));
+  }
+  for (const auto& [name, unused] : shapes)
+    return invalid_argument("--shapes names '", name, "', which is not an input");
+  for (const auto& [name, unused] : files)
+    return invalid_argument("--loadInputs names '", name, "', which is not an input");
+  return out;
+}
+
+double percentile(std::vector<double> sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(rank)), hi = static_cast<size_t>(std::ceil(rank));
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
+}
+
+std::string stats_line(const char* what, std::vector<double> v, const std::vector<double>& percentiles) {
+  std::sort(v.begin(), v.end());
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  std::string line = str_cat(what, ": min = ", v.front(), " ms, max = ", v.back(), " ms, mean = ", mean,
+                             " ms, median = ", percentile(v, 50), " ms");
+  for (double p : percentiles) line += str_cat(", percentile(", p, "%) = ", percentile(v, p), " ms");
+  return line;
+}
+
+nlohmann::json tensor_json(const std::string& name, const Tensor& t) {
+  nlohmann::json values = nlohmann::json::array();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (t.dtype() == DataType::kString)
+      values.push_back(std::string(string_at(t, i)));
+    else if (t.dtype() == DataType::kInt64)
+      values.push_back(t.data<int64_t>()[i]);
+    else
+      values.push_back(t.at(i));
+  }
+  return {{"name", name}, {"dtype", dtype_name(t.dtype())}, {"dimensions", t.dims().to_vector()}, {"values", values}};
+}
+
+}  // namespace
+
+int run_exec(const ExecOptions& opt) {
+  std::printf("&&&& RUNNING kiln exec\n");
+  if (opt.onnx.empty() == opt.load_engine.empty())
+    return fail(invalid_argument("give --onnx MODEL or --loadEngine FILE"));
+  if (opt.iterations < 1 || opt.duration_s < 0 || opt.warm_up_ms < 0 || opt.avg_runs < 1)
+    return fail(invalid_argument("--iterations and --avgRuns must be >= 1, --duration and --warmUp >= 0"));
+  for (double p : opt.percentiles)
+    if (!(p >= 0 && p <= 100)) return fail(invalid_argument("--percentile ", p, " is not in [0, 100]"));
+  std::string bytes;
+  if (!opt.onnx.empty()) {
+    std::printf("=== Build ===\n[I] Importing %s\n", opt.onnx.c_str());
+    const auto t0 = Clock::now();
+    onnx_import::ImportOptions import_opt;
+    import_opt.external_data_root = opt.external_data_root;
+    auto model = onnx_import::import_file(opt.onnx, import_opt);
+    if (!model) return fail(model.status());
+    for (const auto& w : model->warnings) std::printf("[W] %s\n", w.c_str());
+    std::printf("[I] Imported %zu nodes in %.1f ms; building a CPU engine\n", model->graph->nodes().size(),
+                ms_since(t0));
+    const auto t1 = Clock::now();
+    BuildReport report;
+    auto built = build_engine(*model->graph, BuildOptions{}, &report);
+    if (!built) return fail(built.status());
+    bytes = std::move(*built);
+    for (const auto& w : report.warnings) std::printf("[W] %s\n", w.c_str());
+    std::printf("[I] Engine built in %.1f ms (%zu bytes)\n", ms_since(t1), bytes.size());
+    if (!opt.save_engine.empty()) {
+      std::ofstream out(opt.save_engine, std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!out)
+        return fail(Status(StatusCode::kIoError, str_cat("cannot write the engine to '", opt.save_engine, "'")));
+      std::printf("[I] Engine saved to %s\n", opt.save_engine.c_str());
+    }
+  } else {
+    auto read = read_file(opt.load_engine, "engine");
+    if (!read) return fail(read.status());
+    bytes = std::move(*read);
+    std::printf("[I] Loaded engine %s (%zu bytes)\n", opt.load_engine.c_str(), bytes.size());
+  }
+  auto engine = Engine::deserialize(bytes);
+  if (!engine) {
+    const std::string where = opt.load_engine.empty() ? "the built engine" : opt.load_engine;
+    return fail(std::move(engine.take_status()).with_prefix(where));
+  }
+  auto ctx = (*engine)->create_execution_context();
+  if (!ctx) return fail(ctx.status());
+  auto inputs = make_inputs(**engine, opt);
+  if (!inputs) return fail(inputs.status());
+  auto run_once = [&]() -> Status {
+    for (auto& [name, t] : *inputs) KILN_RETURN_IF_ERROR((*ctx)->set_input(name, t));
+    return (*ctx)->execute();
+  };
+  std::printf("=== Inference ===\n");
+  // Warm-up: at least one run, then until warm_up_ms passed.
+  const auto w0 = Clock::now();
+  do {
+    if (Status s = run_once(); !s.is_ok()) return fail(s);
+  } while (ms_since(w0) < opt.warm_up_ms);
+  std::vector<double> latencies;
+  const auto start = Clock::now();
+  while (static_cast<int>(latencies.size()) < opt.iterations || ms_since(start) < opt.duration_s * 1000) {
+    const auto t = Clock::now();
+    if (Status s = run_once(); !s.is_ok()) return fail(s);
+    latencies.push_back(ms_since(t));
+  }
+  const double total_ms = ms_since(start);
+  std::printf("[I] %zu iterations in %.1f ms (warm-up %.1f ms)\n", latencies.size(), total_ms,
+              std::chrono::duration<double, std::milli>(start - w0).count());
+  std::printf("=== Performance summary ===\n");
+  std::printf("[I] Throughput: %g qps\n", static_cast<double>(latencies.size()) / (total_ms / 1000.0));
+  std::printf("[I] %s\n", stats_line("Latency", latencies, opt.percentiles).c_str());
+  // The CPU runtime executes synchronously: the call returns when the results are there.
+  std::printf("[I] %s\n", stats_line("Enqueue Time", latencies, opt.percentiles).c_str());
+  std::vector<double> averaged;
+  for (size_t i = 0; i + static_cast<size_t>(opt.avg_runs) <= latencies.size(); i += static_cast<size_t>(opt.avg_runs))
+    averaged.push_back(std::accumulate(latencies.begin() + static_cast<std::ptrdiff_t>(i),
+                                       latencies.begin() + static_cast<std::ptrdiff_t>(i) + opt.avg_runs, 0.0) /
+                       opt.avg_runs);
+  if (!averaged.empty())
+    std::printf("[I] Average over %d runs: first %.4g ms, last %.4g ms\n", opt.avg_runs, averaged.front(),
+                averaged.back());
+  if (!opt.export_times.empty()) {
+    nlohmann::json times = nlohmann::json::array();
+    double at = 0;
+    for (double l : latencies) {
+      times.push_back({{"startComputeMs", at}, {"latencyMs", l}});
+      at += l;
+    }
+    std::ofstream(opt.export_times) << times.dump(1) << "\n";
+  }
+  if (!opt.export_output.empty()) {
+    nlohmann::json outs = nlohmann::json::array();
+    for (const std::string& name : (*engine)->output_names()) {
+      auto t = (*ctx)->output(name);
+      if (!t) return fail(t.status());
+      outs.push_back(tensor_json(name, *t));
+    }
+    std::ofstream out(opt.export_output);
+    out << outs.dump(1) << "\n";
+    if (!out) return fail(Status(StatusCode::kIoError, str_cat("cannot write '", opt.export_output, "'")));
+  }
+  std::printf("&&&& PASSED kiln exec\n");
+  return 0;
+}
+
+}  // namespace kiln::cli

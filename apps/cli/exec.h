@@ -1,0 +1,24 @@
+#pragma once
+// `kiln exec`: builds (or loads) an engine, runs it with random or given inputs and reports throughput and
+// latency the way trtexec does.
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+struct ExecOptions {
+  std::string onnx, load_engine, save_engine;
+  std::vector<std::string> shapes;       ///< "name:2x3x224x224" for inputs with dynamic dims
+  std::vector<std::string> load_inputs;  ///< "name:file.pb" (an ONNX TensorProto)
+  int iterations = 10;                   ///< run at least this many times
+  double duration_s = 3;                 ///< and for at least this long
+  double warm_up_ms = 200;
+  int avg_runs = 10;  ///< iterations averaged per reported line with --verbose timings
+  std::vector<double> percentiles{90, 95, 99};
+  std::string export_output, export_times;
+  std::string external_data_root;
+};
+
+int run_exec(const ExecOptions& opt);
+
+}  // namespace kiln::cli
