@@ -1,5 +1,7 @@
 #include "exec.h"
 
+#include "run_inputs.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -30,103 +32,6 @@ int fail(const Status& s) {
 }
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-Result<std::string> read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kIoError, str_cat("cannot open ", what, " '", path, "'"));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-// "name:2x3x224" -> {name, dims}.
-Result<std::pair<std::string, std::vector<int64_t>>> parse_shape(const std::string& text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0)
-    return invalid_argument("--shapes '", text, "' is not name:dims (e.g. input:1x3x224x224)");
-  std::vector<int64_t> dims;
-  std::stringstream parts(text.substr(colon + 1));
-  for (std::string d; std::getline(parts, d, 'x');) {
-    size_t end = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(d, &end);
-    } catch (const std::exception&) {
-      end = 0;
-    }
-    if (end != d.size() || v < 0 || v > (int64_t{1} << 40))
-      return invalid_argument("--shapes '", text, "': '", d, "' is not a dimension");
-    dims.push_back(v);
-  }
-  return std::pair{text.substr(0, colon), dims};
-}
-
-// Random values from a fixed seed: floats in [-1, 1), integers in [0, 4) (safe as indices), random bools.
-Result<Tensor> random_tensor(DataType dtype, const Dims& dims, std::mt19937& rng) {
-  if (dtype == DataType::kString) {
-    std::vector<std::string> items(static_cast<size_t>(dims.numel()));
-    for (auto& s : items) s = str_cat("s", rng() % 8);
-    return string_tensor(dims, items);
-  }
-  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (is_floating(dtype))
-      t.set(i, real(rng));
-    else if (dtype == DataType::kBool)
-      t.set(i, static_cast<double>(rng() % 2));
-    else
-      t.set(i, static_cast<double>(rng() % 4));
-  }
-  return t;
-}
-
-Result<std::vector<std::pair<std::string, Tensor>>> make_inputs(const Engine& engine, const ExecOptions& opt) {
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const std::string& s : opt.shapes) {
-    KILN_ASSIGN_OR_RETURN(auto parsed, parse_shape(s));
-    shapes[parsed.first] = parsed.second;
-  }
-  std::map<std::string, std::string> files;
-  for (const std::string& s : opt.load_inputs) {
-    const auto colon = s.find(':');
-    if (colon == std::string::npos || colon == 0) return invalid_argument("--loadInputs '", s, "' is not name:file.pb");
-    files[s.substr(0, colon)] = s.substr(colon + 1);
-  }
-  std::mt19937 rng(1234);
-  std::vector<std::pair<std::string, Tensor>> out;
-  for (const Value* in : engine.graph().inputs()) {
-    if (in->kind != ValueKind::kTensor)
-      return unsupported("input '", in->name, "' is a ", value_kind_name(in->kind),
-                         "; kiln exec feeds tensors only (use the C++ API for sequences and optionals)");
-    if (auto f = files.find(in->name); f != files.end()) {
-      KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(f->second, "input file"));
-      onnx::TensorProto proto;
-      if (!proto.ParseFromString(bytes))
-        return invalid_argument("--loadInputs: '", f->second, "' is not an ONNX TensorProto (.pb) file");
-      onnx_import::TensorSource source(std::filesystem::path(f->second).parent_path().string());
-      KILN_ASSIGN_OR_RETURN(Tensor t, onnx_import::tensor_from_proto(proto, source, "input '" + in->name + "'"));
-      out.emplace_back(in->name, std::move(t));
-      files.erase(f);
-      continue;
-    }
-    Dims dims = in->dims;
-    if (auto s = shapes.find(in->name); s != shapes.end()) {
-      KILN_ASSIGN_OR_RETURN(dims, Dims::from(s->second));
-      shapes.erase(s);
-    } else if (!dims.is_static()) {
-      return invalid_argument("input '", in->name, "' has dynamic dims ", dims.to_string(),
-                              "; give its shape with --shapes ", in->name, ":", "1x...");
-    }
-    KILN_ASSIGN_OR_RETURN(Tensor t, random_tensor(in->dtype, dims, rng));
-    out.emplace_back(in->name, std::move(t));
-  }
-  for (const auto& [name, unused] : shapes)
-    return invalid_argument("--shapes names '", name, "', which is not an input");
-  for (const auto& [name, unused] : files)
-    return invalid_argument("--loadInputs names '", name, "', which is not an input");
-  return out;
-}
 
 double percentile(std::vector<double> sorted, double p) {
   if (sorted.empty()) return 0;
@@ -205,7 +110,7 @@ int run_exec(const ExecOptions& opt) {
   }
   auto ctx = (*engine)->create_execution_context();
   if (!ctx) return fail(ctx.status());
-  auto inputs = make_inputs(**engine, opt);
+  auto inputs = make_inputs(**engine, opt.shapes, opt.load_inputs);
   if (!inputs) return fail(inputs.status());
   auto run_once = [&]() -> Status {
     for (auto& [name, t] : *inputs) KILN_RETURN_IF_ERROR((*ctx)->set_input(name, t));

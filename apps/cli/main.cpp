@@ -4,6 +4,7 @@
 #include <exception>
 #include <new>
 
+#include "compare.h"
 #include "doctor.h"
 #include "exec.h"
 #include "inspect.h"
@@ -55,10 +56,21 @@ int run(int argc, char** argv) {
   exec->add_option("--exportTimes", exec_opt.export_times, "write every inference's timing here (JSON)");
   exec->add_option("--external-data-root", exec_opt.external_data_root,
                    "a folder external data may also resolve into (default: only the model's folder)");
+  auto* compare = app.add_subcommand(
+      "compare", "run a model on kiln's CPU backend and on the reference kernels (and against expected outputs)");
+  kiln::cli::CompareOptions compare_opt;
+  compare->add_option("model", compare_opt.onnx, "the ONNX model")->required();
+  compare->add_option("--test-dir", compare_opt.test_dir,
+                      "an ONNX test folder (input_<i>.pb, output_<i>.pb): its inputs, and its outputs as expected");
+  compare->add_option("--shapes", compare_opt.shapes, "input shapes for dynamic dims: name:1x3x224x224");
+  compare->add_option("--loadInputs", compare_opt.load_inputs, "input values from an ONNX TensorProto: name:file.pb");
+  compare->add_option("--rtol", compare_opt.rtol, "relative tolerance (default 1e-3)");
+  compare->add_option("--atol", compare_opt.atol, "absolute tolerance (default 1e-5)");
   CLI11_PARSE(app, argc, argv);
   if (verbose_log) kiln::Logger::global().set_level(kiln::Severity::kVerbose);
   if (inspect->parsed()) return kiln::cli::run_inspect(inspect_opt);
   if (exec->parsed()) return kiln::cli::run_exec(exec_opt);
+  if (compare->parsed()) return kiln::cli::run_compare(compare_opt);
   if (show_version) {
     std::printf("kiln %s\n", kiln::version_string());
     return 0;
