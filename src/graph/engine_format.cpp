@@ -3,6 +3,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "kiln/version.h"
+
 namespace kiln {
 
 namespace {
@@ -58,17 +60,19 @@ Result<EngineContainer> read_engine_container(std::string_view in) {
   size_t pos = 8;
   uint64_t hlen = 0, plen = 0, sum = 0;
   if (!get_u64(in, pos, hlen) || hlen > in.size() - pos)
-    return invalid_argument("the engine file is truncated (header); rebuild the engine");
+    return invalid_argument("the engine file is truncated (header); rebuild the engine from the model");
   const auto h = nlohmann::json::parse(in.substr(pos, hlen), nullptr, false);
   pos += hlen;
-  if (h.is_discarded() || !h.is_object()) return invalid_argument("the engine header is corrupt; rebuild the engine");
+  if (h.is_discarded() || !h.is_object())
+    return invalid_argument("the engine header is corrupt; rebuild the engine from the model");
   if (!get_u64(in, pos, plen) || plen > in.size() - pos)
-    return invalid_argument("the engine file is truncated (payload); rebuild the engine");
+    return invalid_argument("the engine file is truncated (payload); rebuild the engine from the model");
   const std::string_view payload = in.substr(pos, plen);
   pos += plen;
-  if (!get_u64(in, pos, sum)) return invalid_argument("the engine file is truncated (checksum); rebuild the engine");
+  if (!get_u64(in, pos, sum))
+    return invalid_argument("the engine file is truncated (checksum); rebuild the engine from the model");
   if (sum != fnv1a(payload))
-    return invalid_argument("the engine file is corrupt (checksum mismatch); rebuild the engine");
+    return invalid_argument("the engine file is corrupt (checksum mismatch); rebuild the engine from the model");
   EngineContainer c;
   try {
     c.header.format_version = h.at("format_version");
@@ -80,15 +84,21 @@ Result<EngineContainer> read_engine_container(std::string_view in) {
     if (c.header.format_version != kEngineFormatVersion)
       return Status(StatusCode::kVersionMismatch,
                     str_cat("the engine has format version ", c.header.format_version, " but this kiln reads version ",
-                            kEngineFormatVersion, "; rebuild the engine"));
+                            kEngineFormatVersion, "; rebuild the engine from the model"));
+    if (c.header.kiln_version != version_string())
+      return Status(
+          StatusCode::kVersionMismatch,
+          str_cat("the engine was built by kiln ", c.header.kiln_version, " and this is kiln ", version_string(),
+                  "; engines are not portable across versions: rebuild the engine from "
+                  "the model"));
     for (auto& [name, loc] : h.at("sections").items()) {
       const uint64_t off = loc.at("offset"), n = loc.at("bytes");
       if (off > payload.size() || n > payload.size() - off)
-        return invalid_argument("engine section '", name, "' runs past the payload; rebuild the engine");
+        return invalid_argument("engine section '", name, "' runs past the payload; rebuild the engine from the model");
       c.sections[name] = std::string(payload.substr(off, n));
     }
   } catch (const nlohmann::json::exception& e) {
-    return invalid_argument("the engine header is malformed (", e.what(), "); rebuild the engine");
+    return invalid_argument("the engine header is malformed (", e.what(), "); rebuild the engine from the model");
   }
   return c;
 }

@@ -12,12 +12,15 @@ namespace {
 
 // The steps of one graph's plan; a node with subgraphs carries a sub-plan per subgraph.
 Result<std::vector<Engine::Step>> read_plan(const nlohmann::json& plan, const Graph& graph, int depth) {
-  if (!plan.is_array() || depth > 64) return invalid_argument("the engine plan is corrupt; rebuild the engine");
+  if (!plan.is_array() || depth > 64)
+    return invalid_argument("the engine plan is corrupt; rebuild the engine from the model");
   std::vector<Engine::Step> steps;
   for (const auto& step : plan) {
     const std::string node_name = step.at("node"), kernel = step.at("kernel");
     Node* node = graph.find_node(node_name);
-    if (!node) return invalid_argument("the engine plan names unknown node '", node_name, "'; rebuild the engine");
+    if (!node)
+      return invalid_argument("the engine plan names unknown node '", node_name,
+                              "'; rebuild the engine from the model");
     const KernelImpl* impl = nullptr;
     if (kernel != "host") {
       for (const KernelImpl* k : KernelRegistry::global().all())
@@ -25,13 +28,13 @@ Result<std::vector<Engine::Step>> read_plan(const nlohmann::json& plan, const Gr
       if (!impl)
         return Status(StatusCode::kVersionMismatch,
                       str_cat("the engine uses kernel '", kernel, "' for node '", node_name,
-                              "', which this kiln does not have; rebuild the engine"));
+                              "', which this kiln does not have; rebuild the engine from the model"));
     }
     Engine::Step st{node, impl, {}};
     const size_t subs = step.contains("subplans") ? step.at("subplans").size() : 0;
     if (subs != node->subgraphs.size())
       return invalid_argument("the engine plan of node '", node_name, "' has ", subs, " sub-plans for ",
-                              node->subgraphs.size(), " subgraphs; rebuild the engine");
+                              node->subgraphs.size(), " subgraphs; rebuild the engine from the model");
     for (size_t i = 0; i < subs; ++i) {
       auto sub = read_plan(step.at("subplans")[i], *node->subgraphs[i].graph, depth + 1);
       if (!sub) return sub.take_status();
@@ -41,7 +44,7 @@ Result<std::vector<Engine::Step>> read_plan(const nlohmann::json& plan, const Gr
   }
   if (steps.size() != graph.nodes().size())
     return invalid_argument("the engine plan covers ", steps.size(), " of ", graph.nodes().size(),
-                            " nodes; rebuild the engine");
+                            " nodes; rebuild the engine from the model");
   return steps;
 }
 
@@ -52,17 +55,17 @@ Result<std::shared_ptr<const Engine>> Engine::deserialize(std::string_view bytes
   auto engine = std::shared_ptr<Engine>(new Engine);
   engine->header_ = c.header;
   if (!c.sections.count("graph") || !c.sections.count("plan"))
-    return invalid_argument("the engine lacks its graph or plan section; rebuild the engine");
+    return invalid_argument("the engine lacks its graph or plan section; rebuild the engine from the model");
   auto graph = deserialize_graph(c.sections["graph"]);
   if (!graph) return graph.take_status().with_prefix("engine graph");
   engine->graph_ = std::move(*graph);
   const auto plan = nlohmann::json::parse(c.sections["plan"], nullptr, false);
   if (plan.is_discarded() || !plan.is_array())
-    return invalid_argument("the engine plan is corrupt; rebuild the engine");
+    return invalid_argument("the engine plan is corrupt; rebuild the engine from the model");
   try {
     KILN_ASSIGN_OR_RETURN(engine->steps_, read_plan(plan, *engine->graph_, 0));
   } catch (const nlohmann::json::exception& e) {
-    return invalid_argument("the engine plan is malformed (", e.what(), "); rebuild the engine");
+    return invalid_argument("the engine plan is malformed (", e.what(), "); rebuild the engine from the model");
   }
   return std::shared_ptr<const Engine>(engine);
 }
