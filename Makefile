@@ -32,17 +32,19 @@ conformance: build
 	build/bin/kiln_onnx_conformance --write docs/onnx-conformance.md --floor tests/onnx/floor.txt \
 	  --known-failures tests/onnx/known-failures.txt
 
-# libFuzzer on the ONNX importer (clang + ASan); FUZZ_SECONDS bounds the run.
+# libFuzzer (clang + ASan) on the ONNX importer and on the engine reader; FUZZ_SECONDS bounds each run.
 FUZZ_SECONDS ?= 600
+FUZZ_LIMITS = -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1
 fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz -j $(JOBS)
-	@mkdir -p build-fuzz/corpus
-	build-fuzz/bin/kiln_fuzz_onnx_import build-fuzz/corpus tests/fuzz/seeds -max_total_time=$(FUZZ_SECONDS) \
-	  -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1
+	@mkdir -p build-fuzz/corpus build-fuzz/engine-corpus
+	build-fuzz/bin/kiln_fuzz_onnx_import build-fuzz/corpus tests/fuzz/seeds -max_total_time=$(FUZZ_SECONDS) $(FUZZ_LIMITS)
+	build-fuzz/bin/kiln_fuzz_engine_reader build-fuzz/engine-corpus tests/fuzz/engine_seeds \
+	  -max_total_time=$(FUZZ_SECONDS) $(FUZZ_LIMITS)
 
 fuzz-smoke:
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=60
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
 
 format:
 	@git ls-files -co --exclude-standard '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i

@@ -1,5 +1,6 @@
 #include "graph/serialization.h"
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -127,6 +128,11 @@ Status read_graph(const json& j, std::string_view blob, Graph& graph, int depth)
     const uint64_t offset = c.at("offset"), size = c.at("bytes");
     if (offset > blob.size() || size > blob.size() - offset)
       return invalid_argument("constant '", c.at("name").get<std::string>(), "' runs past the end of the data");
+    // The blob bounds the allocation: a header may claim any shape.
+    const uint64_t per_element = dtype == DataType::kString ? 4 : dtype_size(dtype);
+    if (dims.numel() < 0 || static_cast<uint64_t>(dims.numel()) > size / std::max<uint64_t>(per_element, 1) ||
+        (dtype != DataType::kString && static_cast<uint64_t>(dims.numel()) * per_element != size))
+      return invalid_argument("constant '", c.at("name").get<std::string>(), "' has the wrong size");
     KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
     if (dtype == DataType::kString) {
       KILN_RETURN_IF_ERROR(read_strings(std::string_view(blob).substr(offset, size), t, c.at("name")));
