@@ -46,13 +46,15 @@ Errors compare(const Tensor& got, const Tensor& want, double rtol, double atol) 
   return e;
 }
 
-Result<std::unique_ptr<ExecutionContext>> run(const Graph& graph, Backend backend, const NamedTensors& inputs,
-                                              std::shared_ptr<const Engine>& keep) {
+Result<std::shared_ptr<const Engine>> build(const Graph& graph, Backend backend) {
   BuildOptions options;
   options.backend = backend;
   KILN_ASSIGN_OR_RETURN(std::string bytes, build_engine(graph, options));
-  KILN_ASSIGN_OR_RETURN(keep, Engine::deserialize(bytes));
-  KILN_ASSIGN_OR_RETURN(auto ctx, keep->create_execution_context());
+  return Engine::deserialize(bytes);
+}
+
+Result<std::unique_ptr<ExecutionContext>> run(const Engine& engine, const NamedTensors& inputs) {
+  KILN_ASSIGN_OR_RETURN(auto ctx, engine.create_execution_context());
   for (const auto& [name, t] : inputs) KILN_RETURN_IF_ERROR(ctx->set_input(name, t));
   KILN_RETURN_IF_ERROR(ctx->execute());
   return ctx;
@@ -76,21 +78,15 @@ int run_compare(const CompareOptions& opt) {
     for (size_t i = 0; i < model->output_names.size(); ++i)
       expected.push_back((fs::path(opt.test_dir) / str_cat("output_", i, ".pb")).string());
   }
-  std::shared_ptr<const Engine> cpu_engine, ref_engine;
-  // Inputs come from the engine's view of the graph, so build the CPU engine first.
-  {
-    BuildOptions options;
-    auto bytes = build_engine(graph, options);
-    if (!bytes) return fail(bytes.status());
-    auto e = Engine::deserialize(*bytes);
-    if (!e) return fail(e.status());
-    cpu_engine = *e;
-  }
-  auto inputs = make_inputs(*cpu_engine, opt.shapes, input_flags);
+  auto cpu_engine = build(graph, Backend::kCpu);
+  if (!cpu_engine) return fail(std::move(cpu_engine.take_status()).with_prefix("the CPU backend"));
+  auto ref_engine = build(graph, Backend::kRef);
+  if (!ref_engine) return fail(std::move(ref_engine.take_status()).with_prefix("the reference backend"));
+  auto inputs = make_inputs(**cpu_engine, opt.shapes, input_flags);
   if (!inputs) return fail(inputs.status());
-  auto cpu = run(graph, Backend::kCpu, *inputs, cpu_engine);
+  auto cpu = run(**cpu_engine, *inputs);
   if (!cpu) return fail(std::move(cpu.take_status()).with_prefix("the CPU backend"));
-  auto ref = run(graph, Backend::kRef, *inputs, ref_engine);
+  auto ref = run(**ref_engine, *inputs);
   if (!ref) return fail(std::move(ref.take_status()).with_prefix("the reference backend"));
   std::printf("kiln compare %s (rtol %g, atol %g)\n", opt.onnx.c_str(), opt.rtol, opt.atol);
   std::printf("%-24s %-22s %-12s %12s %12s  %s\n", "output", "shape", "vs", "max abs err", "max rel err", "result");

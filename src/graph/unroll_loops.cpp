@@ -34,6 +34,7 @@ std::string keep_reason(const Node& loop, const UnrollLimits& limits, int64_t* t
   const size_t carried = body.inputs().size() - 2;
   if (body.outputs().size() != carried + 1) return "it has scan outputs";
   if (loop.outputs.size() != carried) return "its outputs do not match its carried values";
+  if (loop.inputs.size() < carried + 2) return "it has fewer inputs than carried values";
   const Value* cond_in = body.inputs()[1];
   const Value* cond_out = body.outputs()[0];
   const bool passes_through = cond_out == cond_in || (cond_out->producer && cond_out->producer->op() == "Identity" &&

@@ -35,6 +35,15 @@ std::string number_text(double v, DataType from) {
   return std::string(buf, r.ptr);
 }
 
+Result<int64_t> parse_integer(const std::string& s) {
+  int64_t v = 0;
+  const char* first = s.c_str() + (!s.empty() && s[0] == '+' ? 1 : 0);
+  auto [ptr, ec] = std::from_chars(first, s.c_str() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.c_str() + s.size())
+    return invalid_argument("StringCast: '", s.substr(0, 64), "' is not an integer that fits int64");
+  return v;
+}
+
 Result<double> parse_number(std::string_view text, DataType to) {
   const std::string s(text);
   if (s.empty()) return invalid_argument("StringCast: an empty string is not a number");
@@ -48,11 +57,7 @@ Result<double> parse_number(std::string_view text, DataType to) {
       return invalid_argument("StringCast: '", s.substr(0, 64), "' is not a number");
     return v;
   }
-  int64_t v = 0;
-  const char* first = s.c_str() + (s[0] == '+' ? 1 : 0);
-  auto [ptr, ec] = std::from_chars(first, s.c_str() + s.size(), v);
-  if (ec != std::errc() || ptr != s.c_str() + s.size())
-    return invalid_argument("StringCast: '", s.substr(0, 64), "' is not an integer that fits int64");
+  KILN_ASSIGN_OR_RETURN(int64_t v, parse_integer(s));
   return static_cast<double>(v);
 }
 
@@ -83,21 +88,20 @@ Result<Tensor> cast_strings(const Tensor& x, DataType to) {
   if (c.dtype() == DataType::kString) {
     KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(to, c.dims()));
     for (int64_t i = 0; i < c.numel(); ++i) {
-      KILN_ASSIGN_OR_RETURN(double v, parse_number(string_at(c, i), to));
-      if (to == DataType::kInt64) {
-        out.data<int64_t>()[i] = static_cast<int64_t>(v);
+      if (to == DataType::kInt64) {  // exact: no trip through double
+        KILN_ASSIGN_OR_RETURN(out.data<int64_t>()[i], parse_integer(std::string(string_at(c, i))));
         continue;
       }
+      KILN_ASSIGN_OR_RETURN(double v, parse_number(string_at(c, i), to));
       out.set(i, v);
     }
     return out;
   }
   std::vector<std::string> texts;
   texts.reserve(static_cast<size_t>(c.numel()));
-  for (int64_t i = 0; i < c.numel(); ++i) {
-    const double v = c.dtype() == DataType::kInt64 ? static_cast<double>(c.data<int64_t>()[i]) : c.at(i);
-    texts.push_back(c.dtype() == DataType::kInt64 ? std::to_string(c.data<int64_t>()[i]) : number_text(v, c.dtype()));
-  }
+  for (int64_t i = 0; i < c.numel(); ++i)
+    texts.push_back(c.dtype() == DataType::kInt64 ? std::to_string(c.data<int64_t>()[i])
+                                                  : number_text(c.at(i), c.dtype()));
   return string_tensor(c.dims(), texts);
 }
 

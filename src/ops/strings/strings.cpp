@@ -1,5 +1,7 @@
 #include "ops/strings/strings.h"
 
+#include <sstream>
+
 #include "ops/registry.h"
 
 namespace kiln {
@@ -15,13 +17,9 @@ const char* enum_name(CaseChange c) {
 
 std::vector<std::string> StringNormalizerAttrs::stopword_list() const {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= stopwords.size() && !stopwords.empty()) {
-    const size_t end = stopwords.find('\n', start);
-    out.push_back(stopwords.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
+  if (stopwords.empty()) return out;
+  std::stringstream words(stopwords);
+  for (std::string w; std::getline(words, w, '\n');) out.push_back(w);
   return out;
 }
 

@@ -62,10 +62,11 @@ TEST(Strings, CastsNumbersToShortestTextAndBack) {
   EXPECT_FLOAT_EQ(back->data<float>()[0], 0.1f);
   EXPECT_TRUE(std::isnan(back->data<float>()[1]));
   EXPECT_EQ(back->data<float>()[2], -INFINITY);
-  auto ints = cast_strings(*string_tensor(Dims{2}, {"-42", "+7"}), DataType::kInt64);
+  auto ints = cast_strings(*string_tensor(Dims{3}, {"-42", "+7", "9007199254740993"}), DataType::kInt64);
   ASSERT_TRUE(ints.is_ok()) << ints.status().to_string();
   EXPECT_EQ(ints->data<int64_t>()[0], -42);
   EXPECT_EQ(ints->data<int64_t>()[1], 7);
+  EXPECT_EQ(ints->data<int64_t>()[2], 9007199254740993);  // 2^53 + 1: exact, not through a double
   auto bad = cast_strings(*string_tensor(Dims{1}, {"12abc"}), DataType::kFloat32);
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("'12abc' is not a number"), std::string::npos) << bad.status().message();
