@@ -46,14 +46,14 @@ Errors compare(const Tensor& got, const Tensor& want, double rtol, double atol) 
   return e;
 }
 
-Result<std::shared_ptr<const Engine>> build(const Graph& graph, Backend backend) {
+Result<std::shared_ptr<const EngineImpl>> build(const Graph& graph, Backend backend) {
   BuildOptions options;
   options.backend = backend;
   KILN_ASSIGN_OR_RETURN(std::string bytes, build_engine(graph, options));
-  return Engine::deserialize(bytes);
+  return EngineImpl::deserialize(bytes);
 }
 
-Result<std::unique_ptr<ExecutionContext>> run(const Engine& engine, const NamedTensors& inputs) {
+Result<std::unique_ptr<ContextImpl>> run(const EngineImpl& engine, const NamedTensors& inputs) {
   KILN_ASSIGN_OR_RETURN(auto ctx, engine.create_execution_context());
   for (const auto& [name, t] : inputs) KILN_RETURN_IF_ERROR(ctx->set_input(name, t));
   KILN_RETURN_IF_ERROR(ctx->execute());

@@ -103,7 +103,7 @@ int run_exec(const ExecOptions& opt) {
     bytes = std::move(*read);
     std::printf("[I] Loaded engine %s (%zu bytes)\n", opt.load_engine.c_str(), bytes.size());
   }
-  auto engine = Engine::deserialize(bytes);
+  auto engine = EngineImpl::deserialize(bytes);
   if (!engine) {
     const std::string where = opt.load_engine.empty() ? "the built engine" : opt.load_engine;
     return fail(std::move(engine.take_status()).with_prefix(where));

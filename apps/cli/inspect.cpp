@@ -29,7 +29,7 @@ int inspect_engine(const InspectOptions& opt) {
   std::ifstream in(opt.path, std::ios::binary);
   std::stringstream buf;
   buf << in.rdbuf();
-  auto engine = Engine::deserialize(buf.str());
+  auto engine = EngineImpl::deserialize(buf.str());
   if (!engine) return fail(std::move(engine.take_status()).with_prefix(opt.path));
   const EngineHeader& h = (*engine)->header();
   std::printf("engine %s\n  kiln %s, format %d, device %s %s\n  build flags: %s\n", opt.path.c_str(),

@@ -75,7 +75,7 @@ Result<Tensor> read_tensor_file(const std::string& path, const std::string& what
   return onnx_import::tensor_from_proto(proto, source, what);
 }
 
-Result<NamedTensors> make_inputs(const Engine& engine, const std::vector<std::string>& shape_flags,
+Result<NamedTensors> make_inputs(const EngineImpl& engine, const std::vector<std::string>& shape_flags,
                                  const std::vector<std::string>& input_flags) {
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const std::string& s : shape_flags) {

@@ -17,7 +17,7 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 Result<std::string> read_file(const std::string& path, const char* what);
 /// One tensor per engine input: from `input_flags` ("name:file.pb") where given, else random with the
 /// input's dims or those of `shape_flags` ("name:2x3"). Names that match no input are errors.
-Result<NamedTensors> make_inputs(const Engine& engine, const std::vector<std::string>& shape_flags,
+Result<NamedTensors> make_inputs(const EngineImpl& engine, const std::vector<std::string>& shape_flags,
                                  const std::vector<std::string>& input_flags);
 /// An ONNX TensorProto file (the backend test suite's .pb) as a tensor; external data resolves in its folder.
 /// `like`: the type the caller expects (bfloat16 data that older ONNX wrote as UINT16 is read as bfloat16).

@@ -11,10 +11,10 @@ namespace kiln {
 namespace {
 
 // The steps of one graph's plan; a node with subgraphs carries a sub-plan per subgraph.
-Result<std::vector<Engine::Step>> read_plan(const nlohmann::json& plan, const Graph& graph, int depth) {
+Result<std::vector<EngineImpl::Step>> read_plan(const nlohmann::json& plan, const Graph& graph, int depth) {
   if (!plan.is_array() || depth > 64)
     return invalid_argument("the engine plan is corrupt; rebuild the engine from the model");
-  std::vector<Engine::Step> steps;
+  std::vector<EngineImpl::Step> steps;
   for (const auto& step : plan) {
     const std::string node_name = step.at("node"), kernel = step.at("kernel");
     Node* node = graph.find_node(node_name);
@@ -30,7 +30,7 @@ Result<std::vector<Engine::Step>> read_plan(const nlohmann::json& plan, const Gr
                       str_cat("the engine uses kernel '", kernel, "' for node '", node_name,
                               "', which this kiln does not have; rebuild the engine from the model"));
     }
-    Engine::Step st{node, impl, {}};
+    EngineImpl::Step st{node, impl, {}};
     const size_t subs = step.contains("subplans") ? step.at("subplans").size() : 0;
     if (subs != node->subgraphs.size())
       return invalid_argument("the engine plan of node '", node_name, "' has ", subs, " sub-plans for ",
@@ -50,9 +50,9 @@ Result<std::vector<Engine::Step>> read_plan(const nlohmann::json& plan, const Gr
 
 }  // namespace
 
-Result<std::shared_ptr<const Engine>> Engine::deserialize(std::string_view bytes) {
+Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_view bytes) {
   KILN_ASSIGN_OR_RETURN(EngineContainer c, read_engine_container(bytes));
-  auto engine = std::shared_ptr<Engine>(new Engine);
+  auto engine = std::shared_ptr<EngineImpl>(new EngineImpl);
   engine->header_ = c.header;
   if (!c.sections.count("graph") || !c.sections.count("plan"))
     return invalid_argument("the engine lacks its graph or plan section; rebuild the engine from the model");
@@ -67,30 +67,30 @@ Result<std::shared_ptr<const Engine>> Engine::deserialize(std::string_view bytes
   } catch (const nlohmann::json::exception& e) {
     return invalid_argument("the engine plan is malformed (", e.what(), "); rebuild the engine from the model");
   }
-  return std::shared_ptr<const Engine>(engine);
+  return std::shared_ptr<const EngineImpl>(engine);
 }
 
-std::vector<std::string> Engine::input_names() const {
+std::vector<std::string> EngineImpl::input_names() const {
   std::vector<std::string> out;
   for (Value* v : graph_->inputs()) out.push_back(v->name);
   return out;
 }
 
-std::vector<std::string> Engine::output_names() const {
+std::vector<std::string> EngineImpl::output_names() const {
   std::vector<std::string> out;
   for (Value* v : graph_->outputs()) out.push_back(v->name);
   return out;
 }
 
-std::string Engine::inspect() const {
+std::string EngineImpl::inspect() const {
   std::string s;
   for (const Step& st : steps_)
     s += str_cat(st.node->name, " (", st.node->op(), "): ", st.impl ? st.impl->name : "host", "\n");
   return s;
 }
 
-Result<std::unique_ptr<ExecutionContext>> Engine::create_execution_context() const {
-  return std::make_unique<ExecutionContext>(shared_from_this());
+Result<std::unique_ptr<ContextImpl>> EngineImpl::create_execution_context() const {
+  return std::make_unique<ContextImpl>(shared_from_this());
 }
 
 }  // namespace kiln
@@ -108,8 +108,8 @@ OpCall build_time_call(const Node& n) {
 }
 }  // namespace
 
-ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
-  for (const Engine::Step& st : engine_->steps()) {
+ContextImpl::ContextImpl(std::shared_ptr<const EngineImpl> engine) : engine_(std::move(engine)) {
+  for (const EngineImpl::Step& st : engine_->steps()) {
     if (!st.impl) continue;
     auto k = st.impl->create(build_time_call(*st.node));
     if (k) kernels_[st.node] = std::move(*k);
@@ -118,8 +118,8 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine) : engin
     if (v->is_constant()) values_[v] = RuntimeValue::of(v->constant);
 }
 
-const std::vector<std::vector<const Value*>>& ExecutionContext::last_use(const Graph& graph,
-                                                                         const std::vector<Engine::Step>& steps) {
+const std::vector<std::vector<const Value*>>& ContextImpl::last_use(const Graph& graph,
+                                                                    const std::vector<EngineImpl::Step>& steps) {
   auto it = last_use_.find(&graph);
   if (it != last_use_.end()) return it->second;
   // [s]: the intermediate values whose final reader is step s (never inputs, constants or outputs).
@@ -137,11 +137,11 @@ const std::vector<std::vector<const Value*>>& ExecutionContext::last_use(const G
   return last_use_[&graph] = std::move(out);
 }
 
-Status ExecutionContext::set_input(const std::string& name, Tensor value) {
+Status ContextImpl::set_input(const std::string& name, Tensor value) {
   return set_input_value(name, RuntimeValue::of(std::move(value)));
 }
 
-Status ExecutionContext::set_input_value(const std::string& name, RuntimeValue value) {
+Status ContextImpl::set_input_value(const std::string& name, RuntimeValue value) {
   const Value* in = nullptr;
   for (Value* v : engine_->graph().inputs())
     if (v->name == name) in = v;
@@ -176,7 +176,7 @@ Status ExecutionContext::set_input_value(const std::string& name, RuntimeValue v
   return Status::ok();
 }
 
-Status ExecutionContext::run_kernel(const Engine::Step& step, Scope& scope, Stream& stream) {
+Status ContextImpl::run_kernel(const EngineImpl::Step& step, Scope& scope, Stream& stream) {
   const Node& node = *step.node;
   auto& kernel = kernels_[&node];
   if (!kernel) {
@@ -224,8 +224,8 @@ Status ExecutionContext::run_kernel(const Engine::Step& step, Scope& scope, Stre
   return Status::ok();
 }
 
-Status ExecutionContext::run_plan(const Graph& graph, const std::vector<Engine::Step>& steps, Scope& scope,
-                                  Stream& stream, int depth) {
+Status ContextImpl::run_plan(const Graph& graph, const std::vector<EngineImpl::Step>& steps, Scope& scope,
+                             Stream& stream, int depth) {
   const auto& release = last_use(graph, steps);
   for (size_t s = 0; s < steps.size(); ++s) {
     Status st =
@@ -237,9 +237,9 @@ Status ExecutionContext::run_plan(const Graph& graph, const std::vector<Engine::
   return Status::ok();
 }
 
-Result<std::vector<RuntimeValue>> ExecutionContext::call_subgraph(const Engine::Step& step, size_t sub,
-                                                                  const Scope& scope, std::vector<RuntimeValue> args,
-                                                                  Stream& stream, int depth) {
+Result<std::vector<RuntimeValue>> ContextImpl::call_subgraph(const EngineImpl::Step& step, size_t sub,
+                                                             const Scope& scope, std::vector<RuntimeValue> args,
+                                                             Stream& stream, int depth) {
   const Node& owner = *step.node;
   const Subgraph& sg = owner.subgraphs.at(sub);
   const Graph& g = *sg.graph;
@@ -270,7 +270,7 @@ Result<std::vector<RuntimeValue>> ExecutionContext::call_subgraph(const Engine::
   return out;
 }
 
-Status ExecutionContext::execute(Stream& stream) {
+Status ContextImpl::execute(Stream& stream) {
   for (Value* v : engine_->graph().inputs())
     if (!values_.count(v)) return invalid_argument("input '", v->name, "' has not been set");
   Scope scope = values_;  // inputs and constants; intermediates live only during the run
@@ -280,7 +280,7 @@ Status ExecutionContext::execute(Stream& stream) {
   return stream.synchronize();
 }
 
-Result<RuntimeValue> ExecutionContext::output_value(const std::string& name) const {
+Result<RuntimeValue> ContextImpl::output_value(const std::string& name) const {
   for (Value* v : engine_->graph().outputs()) {
     if (v->name != name) continue;
     auto it = values_.find(v);
@@ -290,7 +290,7 @@ Result<RuntimeValue> ExecutionContext::output_value(const std::string& name) con
   return invalid_argument("the engine has no output '", name, "'");
 }
 
-Result<Tensor> ExecutionContext::output(const std::string& name) const {
+Result<Tensor> ContextImpl::output(const std::string& name) const {
   KILN_ASSIGN_OR_RETURN(RuntimeValue v, output_value(name));
   if (v.kind != ValueKind::kTensor)
     return invalid_argument("output '", name, "' is a ", value_kind_name(v.kind), "; read it with output_value");

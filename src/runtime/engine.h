@@ -12,7 +12,7 @@
 
 namespace kiln {
 
-class ExecutionContext;
+class ContextImpl;
 
 /// A value at run time: a tensor, a sequence of tensors, or an optional of either (maybe empty).
 struct RuntimeValue {
@@ -25,11 +25,11 @@ struct RuntimeValue {
   static RuntimeValue sequence(std::vector<Tensor> items) { return {ValueKind::kSequence, true, {}, std::move(items)}; }
 };
 
-class Engine : public std::enable_shared_from_this<Engine> {
+class EngineImpl : public std::enable_shared_from_this<EngineImpl> {
  public:
   /// Reads a serialized engine; a corrupt file, another format version or a kernel this kiln lacks
   /// is an error that says to rebuild the engine.
-  static Result<std::shared_ptr<const Engine>> deserialize(std::string_view bytes);
+  static Result<std::shared_ptr<const EngineImpl>> deserialize(std::string_view bytes);
 
   const Graph& graph() const { return *graph_; }
   const EngineHeader& header() const { return header_; }
@@ -37,7 +37,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<std::string> output_names() const;
   /// One line per node: name, op, kernel.
   std::string inspect() const;
-  Result<std::unique_ptr<ExecutionContext>> create_execution_context() const;
+  Result<std::unique_ptr<ContextImpl>> create_execution_context() const;
 
   struct Step {
     Node* node;
@@ -52,9 +52,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<Step> steps_;
 };
 
-class ExecutionContext {
+class ContextImpl {
  public:
-  explicit ExecutionContext(std::shared_ptr<const Engine> engine);
+  explicit ContextImpl(std::shared_ptr<const EngineImpl> engine);
   /// Binds a host tensor to a graph input; dtype and rank must match, static dims must agree.
   Status set_input(const std::string& name, Tensor value);
   /// Binds a sequence or optional (or a tensor) to a graph input of that kind.
@@ -67,23 +67,25 @@ class ExecutionContext {
 
   using Scope = std::map<const Value*, RuntimeValue>;
   /// For host ops: runs subgraph `sub` of `step` with `args` as its inputs and the enclosing `scope` for its captures.
-  Result<std::vector<RuntimeValue>> call_subgraph(const Engine::Step& step, size_t sub, const Scope& scope,
+  Result<std::vector<RuntimeValue>> call_subgraph(const EngineImpl::Step& step, size_t sub, const Scope& scope,
                                                   std::vector<RuntimeValue> args, Stream& stream, int depth);
 
  private:
   /// Runs the steps of `graph` in `scope` (inputs, captures and constants already bound).
-  Status run_plan(const Graph& graph, const std::vector<Engine::Step>& steps, Scope& scope, Stream& stream, int depth);
-  Status run_kernel(const Engine::Step& step, Scope& scope, Stream& stream);
-  const std::vector<std::vector<const Value*>>& last_use(const Graph& graph, const std::vector<Engine::Step>& steps);
+  Status run_plan(const Graph& graph, const std::vector<EngineImpl::Step>& steps, Scope& scope, Stream& stream,
+                  int depth);
+  Status run_kernel(const EngineImpl::Step& step, Scope& scope, Stream& stream);
+  const std::vector<std::vector<const Value*>>& last_use(const Graph& graph,
+                                                         const std::vector<EngineImpl::Step>& steps);
 
-  std::shared_ptr<const Engine> engine_;
+  std::shared_ptr<const EngineImpl> engine_;
   std::map<const Node*, std::unique_ptr<Kernel>> kernels_;
   Scope values_;
   std::map<const Graph*, std::vector<std::vector<const Value*>>> last_use_;
 };
 
 /// Runs one host op (If, Loop, Scan, sequence and optional ops) in `scope`.
-Status run_host_op(ExecutionContext& ctx, const Engine::Step& step, ExecutionContext::Scope& scope, Stream& stream,
+Status run_host_op(ContextImpl& ctx, const EngineImpl::Step& step, ContextImpl::Scope& scope, Stream& stream,
                    int depth);
 
 }  // namespace kiln

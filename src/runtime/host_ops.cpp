@@ -11,7 +11,7 @@
 namespace kiln {
 namespace {
 
-using Scope = ExecutionContext::Scope;
+using Scope = ContextImpl::Scope;
 
 Result<Tensor> scalar_tensor(DataType dtype, int64_t v) {
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, Dims{}));
@@ -97,7 +97,7 @@ Result<Tensor> stack(const std::vector<Tensor>& items, int64_t axis, DataType dt
 
 class HostRun {
  public:
-  HostRun(ExecutionContext& ctx, const Engine::Step& step, Scope& scope, Stream& stream, int depth)
+  HostRun(ContextImpl& ctx, const EngineImpl::Step& step, Scope& scope, Stream& stream, int depth)
       : ctx_(ctx), step_(step), node_(*step.node), scope_(scope), stream_(stream), depth_(depth) {}
 
   Status run() {
@@ -469,8 +469,8 @@ class HostRun {
     return Status::ok();
   }
 
-  ExecutionContext& ctx_;
-  const Engine::Step& step_;
+  ContextImpl& ctx_;
+  const EngineImpl::Step& step_;
   const Node& node_;
   Scope& scope_;
   Stream& stream_;
@@ -479,7 +479,7 @@ class HostRun {
 
 }  // namespace
 
-Status run_host_op(ExecutionContext& ctx, const Engine::Step& step, ExecutionContext::Scope& scope, Stream& stream,
+Status run_host_op(ContextImpl& ctx, const EngineImpl::Step& step, ContextImpl::Scope& scope, Stream& stream,
                    int depth) {
   return HostRun(ctx, step, scope, stream, depth).run();
 }

@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         header, {{"graph", std::string(in.substr(0, at))},
                  {"plan", at == std::string_view::npos ? std::string() : std::string(in.substr(at + kSplit.size()))}});
   }
-  auto engine = kiln::Engine::deserialize(wrapped.empty() ? in : std::string_view(wrapped));
+  auto engine = kiln::EngineImpl::deserialize(wrapped.empty() ? in : std::string_view(wrapped));
   if (engine) (void)(*engine)->create_execution_context();
   return 0;
 }

@@ -146,7 +146,7 @@ void run_model(const onnx_import::ImportedModel& model, const fs::path& dir, Tes
     r.reason = "build: " + first_line(engine_bytes.status().message());
     return;
   }
-  auto engine = Engine::deserialize(*engine_bytes);
+  auto engine = EngineImpl::deserialize(*engine_bytes);
   if (!engine) {
     r.reason = "engine: " + first_line(engine.status().message());
     return;

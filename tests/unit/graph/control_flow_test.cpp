@@ -37,9 +37,9 @@ Subgraph branch(const char* name, const Value& x, ElementWiseOp op) {
   return s;
 }
 
-Result<std::unique_ptr<ExecutionContext>> build(const Graph& g, std::shared_ptr<const Engine>& engine) {
+Result<std::unique_ptr<ContextImpl>> build(const Graph& g, std::shared_ptr<const EngineImpl>& engine) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, build_engine(g, BuildOptions{}));
-  KILN_ASSIGN_OR_RETURN(engine, Engine::deserialize(bytes));
+  KILN_ASSIGN_OR_RETURN(engine, EngineImpl::deserialize(bytes));
   return engine->create_execution_context();
 }
 
@@ -55,7 +55,7 @@ TEST(ControlFlow, IfRunsTheTakenBranchWithCaptures) {
   ASSERT_TRUE(g.mark_output((*node)->outputs[0]).is_ok());
   ASSERT_TRUE(g.verify().is_ok()) << g.verify().to_string();
   EXPECT_NE(g.to_text().find("then_branch: graph("), std::string::npos) << g.to_text();
-  std::shared_ptr<const Engine> engine;
+  std::shared_ptr<const EngineImpl> engine;
   auto ctx = build(g, engine);
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   for (bool c : {true, false}) {
@@ -82,7 +82,7 @@ TEST(ControlFlow, ErrorsInsideASubgraphNameItsPath) {
   subs.push_back(branch("else_branch", *x, ElementWiseOp::kProd));
   Node* n = *g.add_node("If", "If_3404", nullptr, {cond, x}, {"y"}, std::move(subs));
   ASSERT_TRUE(g.mark_output(n->outputs[0]).is_ok());
-  std::shared_ptr<const Engine> engine;
+  std::shared_ptr<const EngineImpl> engine;
   auto ctx = build(g, engine);
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   ASSERT_TRUE((*ctx)->set_input("cond", scalar(DataType::kBool, 1)).is_ok());
@@ -121,7 +121,7 @@ TEST(ControlFlow, LoopCarriesValuesAndStacksScanOutputs) {
   EXPECT_EQ((*loop)->outputs[1]->dims, (Dims{kDynamicDim, 2}));
   ASSERT_TRUE(g.mark_output((*loop)->outputs[0]).is_ok());
   ASSERT_TRUE(g.mark_output((*loop)->outputs[1]).is_ok());
-  std::shared_ptr<const Engine> engine;
+  std::shared_ptr<const EngineImpl> engine;
   auto ctx = build(g, engine);
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {1, 2})).is_ok());
@@ -182,7 +182,7 @@ TEST(ControlFlow, UnrollsASmallLoopWithAConstantTripCount) {
     EXPECT_NE(node->op(), "Loop");
   }
   EXPECT_TRUE(g.verify().is_ok()) << g.verify().to_string();
-  std::shared_ptr<const Engine> engine;
+  std::shared_ptr<const EngineImpl> engine;
   auto ctx = build(g, engine);
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {1, 2})).is_ok());
@@ -208,7 +208,7 @@ TEST(ControlFlow, UnrollingZeroTripsPassesTheInitialValuesThrough) {
   (void)*g.add_input("x", DataType::kFloat32, Dims{2});
   accumulate_loop(g, 0, false);
   ASSERT_EQ(*unroll_small_loops(g), 1);
-  std::shared_ptr<const Engine> engine;
+  std::shared_ptr<const EngineImpl> engine;
   auto ctx = build(g, engine);
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {1, 2})).is_ok());
@@ -229,7 +229,7 @@ TEST(ControlFlow, SequenceOps) {
   ASSERT_TRUE(g.mark_output(len->outputs[0]).is_ok());
   ASSERT_TRUE(g.mark_output(cat->outputs[0]).is_ok());
   ASSERT_TRUE(g.mark_output(ins->outputs[0]).is_ok());
-  std::shared_ptr<const Engine> engine;
+  std::shared_ptr<const EngineImpl> engine;
   auto ctx = build(g, engine);
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   ASSERT_TRUE((*ctx)->set_input("x", floats({2}, {1, 2})).is_ok());
@@ -266,7 +266,7 @@ TEST(ControlFlow, ScanCarriesStateAndStacksPerStepOutputs) {
   ASSERT_TRUE(scan.is_ok()) << scan.status().to_string();
   ASSERT_TRUE(g.mark_output((*scan)->outputs[0]).is_ok());
   ASSERT_TRUE(g.mark_output((*scan)->outputs[1]).is_ok());
-  std::shared_ptr<const Engine> engine;
+  std::shared_ptr<const EngineImpl> engine;
   auto ctx = build(g, engine);
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   ASSERT_TRUE((*ctx)->set_input("s0", floats({2}, {10, 20})).is_ok());
@@ -302,7 +302,7 @@ TEST(ControlFlow, SplitMapAtEraseAndEmptySequences) {
   for (Node* n : {last, erased_len, empty_len}) {
     ASSERT_TRUE(g.mark_output(n->outputs[0]).is_ok());
   }
-  std::shared_ptr<const Engine> engine;
+  std::shared_ptr<const EngineImpl> engine;
   auto ctx = build(g, engine);
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   ASSERT_TRUE((*ctx)->set_input("x", floats({3, 2}, {1, 2, 3, 4, 5, 6})).is_ok());
@@ -322,7 +322,7 @@ TEST(ControlFlow, OptionalOps) {
   Node* get = *g.add_node("OptionalGetElement", "get", nullptr, {empty->outputs[0]});
   ASSERT_TRUE(g.mark_output(has->outputs[0]).is_ok());
   ASSERT_TRUE(g.mark_output(get->outputs[0]).is_ok());
-  std::shared_ptr<const Engine> engine;
+  std::shared_ptr<const EngineImpl> engine;
   auto ctx = build(g, engine);
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   Status s = (*ctx)->execute();

@@ -48,7 +48,7 @@ void expect_values(const Tensor& t, const std::vector<double>& want, double tol 
 /// Builds `net` with the builder (CPU), runs it with the runtime and returns every output in order.
 Result<std::vector<Tensor>> run(Network& net, const std::vector<Tensor>& inputs, std::string* inspect = nullptr) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, build_engine(network_graph(net), BuildOptions{}));
-  KILN_ASSIGN_OR_RETURN(auto engine, Engine::deserialize(bytes));
+  KILN_ASSIGN_OR_RETURN(auto engine, EngineImpl::deserialize(bytes));
   if (inspect) *inspect = engine->inspect();
   KILN_ASSIGN_OR_RETURN(auto ctx, engine->create_execution_context());
   for (size_t i = 0; i < inputs.size(); ++i) KILN_RETURN_IF_ERROR(ctx->set_input(net.input(i)->name(), inputs[i]));
