@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 
@@ -213,11 +214,11 @@ Status ContextImpl::run_kernel(const EngineImpl::Step& step, Scope& scope, Strea
     if (!d.dims.is_static())
       return internal_error("output shape ", d.dims.to_string(), " is still unknown at run time")
           .with_node(node.context());
-    auto t = Tensor::empty(d.dtype, d.dims, cpu_allocator(), node.name);
+    auto t = Tensor::empty(d.dtype, d.dims, *allocator_, node.name);
     if (!t) return t.take_status().with_node(node.context());
     dst.push_back(std::move(*t));
   }
-  KernelContext ctx{call, std::move(src), std::move(dst), stream, cpu_allocator()};
+  KernelContext ctx{call, std::move(src), std::move(dst), stream, *allocator_};
   Status st = kernel->run(ctx);
   if (!st.is_ok()) return std::move(st).with_node(node.context());
   for (size_t i = 0; i < node.outputs.size(); ++i) scope[node.outputs[i]] = RuntimeValue::of(std::move(ctx.dst[i]));
@@ -227,10 +228,17 @@ Status ContextImpl::run_kernel(const EngineImpl::Step& step, Scope& scope, Strea
 Status ContextImpl::run_plan(const Graph& graph, const std::vector<EngineImpl::Step>& steps, Scope& scope,
                              Stream& stream, int depth) {
   const auto& release = last_use(graph, steps);
+  const bool timed = layer_timer_ && depth == 0;
   for (size_t s = 0; s < steps.size(); ++s) {
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Status st =
         steps[s].impl ? run_kernel(steps[s], scope, stream) : run_host_op(*this, steps[s], scope, stream, depth);
     if (!st.is_ok()) return st;
+    if (timed) {
+      KILN_RETURN_IF_ERROR(stream.synchronize());
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      layer_timer_(steps[s].node->name, steps[s].impl ? std::string_view(steps[s].impl->name) : "host", ms);
+    }
     // Intermediates are released after their last reader, so a run holds only what is still needed.
     for (const Value* v : release[s]) scope.erase(v);
   }

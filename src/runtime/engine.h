@@ -1,6 +1,7 @@
 #pragma once
 // The runtime: a deserialized engine and the execution contexts that run it.
 // One engine, many contexts (one per thread or stream); a context owns its kernel instances.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,6 +63,11 @@ class ContextImpl {
   /// Runs every node; output shapes follow the inputs' actual shapes.
   Status execute(Stream& stream = cpu_stream());
   Result<Tensor> output(const std::string& name) const;
+  /// Called after every step of the top-level plan with the layer's name, its kernel and its time.
+  using LayerTimer = std::function<void(std::string_view layer, std::string_view kernel, double ms)>;
+  void set_layer_timer(LayerTimer timer) { layer_timer_ = std::move(timer); }
+  /// Where intermediates and outputs are allocated (the CPU allocator unless replaced); must outlive the context.
+  void set_allocator(Allocator& allocator) { allocator_ = &allocator; }
   /// Any output, including sequences and optionals.
   Result<RuntimeValue> output_value(const std::string& name) const;
 
@@ -79,6 +85,8 @@ class ContextImpl {
                                                          const std::vector<EngineImpl::Step>& steps);
 
   std::shared_ptr<const EngineImpl> engine_;
+  LayerTimer layer_timer_;
+  Allocator* allocator_ = &cpu_allocator();
   std::map<const Node*, std::unique_ptr<Kernel>> kernels_;
   Scope values_;
   std::map<const Graph*, std::vector<std::vector<const Value*>>> last_use_;
