@@ -1,19 +1,22 @@
 #pragma once
 // The runtime: a deserialized engine and the execution contexts that run it.
-// One engine, many contexts (one per thread or stream); a context owns its kernel instances.
+// One engine, many contexts (one per thread or stream); a context owns its kernel instances and its
+// activation memory. The engine holds a flat plan per graph: steps with input and output slots.
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/engine_format.h"
 #include "graph/graph.h"
 #include "kernels/registry.h"
+#include "runtime/memory_plan.h"
 
 namespace kiln {
 
 class ContextImpl;
+struct GraphPlan;
 
 /// A value at run time: a tensor, a sequence of tensors, or an optional of either (maybe empty).
 struct RuntimeValue {
@@ -24,6 +27,51 @@ struct RuntimeValue {
 
   static RuntimeValue of(Tensor t) { return {ValueKind::kTensor, true, std::move(t), {}}; }
   static RuntimeValue sequence(std::vector<Tensor> items) { return {ValueKind::kSequence, true, {}, std::move(items)}; }
+};
+
+/// One node of a plan: its kernel (nullptr for a host op the runtime runs itself), its value slots
+/// (-1 for a skipped optional input) and, for control flow, one plan per subgraph.
+struct PlanStep {
+  Node* node = nullptr;
+  const KernelImpl* impl = nullptr;
+  int id = 0;  ///< index of the step's kernel instance in a context (unique across all plans of an engine)
+  std::vector<int> in, out;
+  std::vector<GraphPlan> subplans;
+};
+
+/// The flat plan of one graph: steps in execution order over numbered value slots.
+struct GraphPlan {
+  const Graph* graph = nullptr;
+  std::vector<PlanStep> steps;
+  int slot_count = 0;
+  std::unordered_map<const Value*, int> slot_of;
+  std::vector<const Value*> value_of;          ///< slot -> value
+  std::vector<int> input_slots, output_slots;  ///< in the graph's order
+  std::vector<std::pair<int, Tensor>> constants;
+  std::vector<std::vector<int>> release;  ///< per step: intermediate slots whose last reader it is
+  std::vector<int> last_reader;           ///< per slot: the last step reading it (-1: none)
+  std::vector<char> read_by_host;         ///< per slot: a host step reads it (it may be aliased)
+};
+
+/// The values of one graph during a run, by slot.
+class Scope {
+ public:
+  explicit Scope(const GraphPlan& plan) : plan_(&plan), slots_(static_cast<size_t>(plan.slot_count)) {}
+  const GraphPlan& plan() const { return *plan_; }
+  /// The value of `v`, or nullptr when it has none (yet).
+  const RuntimeValue* get(const Value* v) const;
+  void put(const Value* v, RuntimeValue value);
+  RuntimeValue* at(int slot) { return slots_[slot].has ? &slots_[slot].value : nullptr; }
+  void put(int slot, RuntimeValue value) { slots_[slot] = {std::move(value), true}; }
+  void erase(int slot) { slots_[slot] = {}; }
+
+ private:
+  struct Slot {
+    RuntimeValue value;
+    bool has = false;
+  };
+  const GraphPlan* plan_;
+  std::vector<Slot> slots_;
 };
 
 class EngineImpl : public std::enable_shared_from_this<EngineImpl> {
@@ -40,60 +88,83 @@ class EngineImpl : public std::enable_shared_from_this<EngineImpl> {
   std::string inspect() const;
   Result<std::unique_ptr<ContextImpl>> create_execution_context() const;
 
-  struct Step {
-    Node* node;
-    const KernelImpl* impl;                   ///< nullptr for a host op (the runtime runs it)
-    std::vector<std::vector<Step>> subplans;  ///< one per subgraph of the node
-  };
-  const std::vector<Step>& steps() const { return steps_; }
+  const GraphPlan& plan() const { return plan_; }
+  /// Steps in all plans (the number of kernel instances a context holds).
+  int step_count() const { return step_count_; }
 
  private:
   EngineHeader header_;
   std::unique_ptr<Graph> graph_;
-  std::vector<Step> steps_;
+  GraphPlan plan_;
+  int step_count_ = 0;
+};
+
+/// Activation memory of a context for its current input shapes.
+struct MemoryReport {
+  size_t planned_bytes = 0;    ///< the activation block (intermediates placed by liveness)
+  size_t unplanned_bytes = 0;  ///< the same intermediates, each in its own allocation
+  int planned_values = 0;      ///< intermediates in the block
+  int dynamic_values = 0;      ///< intermediates allocated while running (shapes known only then, or host ops)
 };
 
 class ContextImpl {
  public:
   explicit ContextImpl(std::shared_ptr<const EngineImpl> engine);
   /// Binds a host tensor to a graph input; dtype and rank must match, static dims must agree.
+  /// The tensor is not copied when it is contiguous: keep its memory alive and unchanged until execute returns.
   Status set_input(const std::string& name, Tensor value);
   /// Binds a sequence or optional (or a tensor) to a graph input of that kind.
   Status set_input_value(const std::string& name, RuntimeValue value);
-  /// Runs every node; output shapes follow the inputs' actual shapes.
+  /// Runs every step; shapes are planned once per set of input shapes.
   Status execute(Stream& stream = cpu_stream());
   Result<Tensor> output(const std::string& name) const;
+  /// Any output, including sequences and optionals.
+  Result<RuntimeValue> output_value(const std::string& name) const;
+
   /// Called after every step of the top-level plan with the layer's name, its kernel and its time.
   using LayerTimer = std::function<void(std::string_view layer, std::string_view kernel, double ms)>;
   void set_layer_timer(LayerTimer timer) { layer_timer_ = std::move(timer); }
   /// Where intermediates and outputs are allocated (the CPU allocator unless replaced); must outlive the context.
   void set_allocator(Allocator& allocator) { allocator_ = &allocator; }
-  /// Any output, including sequences and optionals.
-  Result<RuntimeValue> output_value(const std::string& name) const;
+  /// Runs in `bytes` of caller memory (64-byte aligned) instead of a block of its own; null gives it back.
+  void set_activation_memory(void* data, size_t bytes);
+  /// Plans the activation memory for the bound inputs' shapes (or the engine's static ones) and reports it.
+  Result<MemoryReport> memory_report();
 
-  using Scope = std::map<const Value*, RuntimeValue>;
   /// For host ops: runs subgraph `sub` of `step` with `args` as its inputs and the enclosing `scope` for its captures.
-  Result<std::vector<RuntimeValue>> call_subgraph(const EngineImpl::Step& step, size_t sub, const Scope& scope,
+  Result<std::vector<RuntimeValue>> call_subgraph(const PlanStep& step, size_t sub, const Scope& scope,
                                                   std::vector<RuntimeValue> args, Stream& stream, int depth);
 
  private:
-  /// Runs the steps of `graph` in `scope` (inputs, captures and constants already bound).
-  Status run_plan(const Graph& graph, const std::vector<EngineImpl::Step>& steps, Scope& scope, Stream& stream,
-                  int depth);
-  Status run_kernel(const EngineImpl::Step& step, Scope& scope, Stream& stream);
-  const std::vector<std::vector<const Value*>>& last_use(const Graph& graph,
-                                                         const std::vector<EngineImpl::Step>& steps);
+  // The top-level plan specialized to one set of input shapes: static calls and arena offsets.
+  struct Specialized {
+    std::vector<Dims> input_dims;
+    std::vector<OpCall> calls;     ///< per step; schema == nullptr: the step infers shapes while running
+    std::vector<int64_t> offset;   ///< per slot: offset in the activation block, -1 when not in it
+    std::vector<TensorDesc> desc;  ///< per slot
+    MemoryReport memory;
+  };
+  Status specialize(const std::vector<Dims>& input_dims);
+  Status run_plan(const GraphPlan& plan, Scope& scope, Stream& stream, int depth);
+  Status run_kernel(const PlanStep& step, Scope& scope, Stream& stream);
+  Status run_static(const PlanStep& step, const OpCall& call, Scope& scope, Stream& stream);
+  Result<Kernel*> kernel_for(const PlanStep& step);
 
   std::shared_ptr<const EngineImpl> engine_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;  ///< by step id
+  std::vector<RuntimeValue> inputs_;              ///< by graph input
+  std::vector<char> input_set_;
+  std::vector<RuntimeValue> outputs_;  ///< by graph output, after a run
+  std::vector<char> output_set_;
+  std::unique_ptr<Specialized> spec_;
+  Tensor own_block_;  ///< the activation block when the caller gave none
+  void* user_block_ = nullptr;
+  size_t user_block_bytes_ = 0;
   LayerTimer layer_timer_;
   Allocator* allocator_ = &cpu_allocator();
-  std::map<const Node*, std::unique_ptr<Kernel>> kernels_;
-  Scope values_;
-  std::map<const Graph*, std::vector<std::vector<const Value*>>> last_use_;
 };
 
 /// Runs one host op (If, Loop, Scan, sequence and optional ops) in `scope`.
-Status run_host_op(ContextImpl& ctx, const EngineImpl::Step& step, ContextImpl::Scope& scope, Stream& stream,
-                   int depth);
+Status run_host_op(ContextImpl& ctx, const PlanStep& step, Scope& scope, Stream& stream, int depth);
 
 }  // namespace kiln

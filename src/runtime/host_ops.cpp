@@ -11,8 +11,6 @@
 namespace kiln {
 namespace {
 
-using Scope = ContextImpl::Scope;
-
 Result<Tensor> scalar_tensor(DataType dtype, int64_t v) {
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, Dims{}));
   t.set(0, static_cast<double>(v));
@@ -97,7 +95,7 @@ Result<Tensor> stack(const std::vector<Tensor>& items, int64_t axis, DataType dt
 
 class HostRun {
  public:
-  HostRun(ContextImpl& ctx, const EngineImpl::Step& step, Scope& scope, Stream& stream, int depth)
+  HostRun(ContextImpl& ctx, const PlanStep& step, Scope& scope, Stream& stream, int depth)
       : ctx_(ctx), step_(step), node_(*step.node), scope_(scope), stream_(stream), depth_(depth) {}
 
   Status run() {
@@ -114,9 +112,9 @@ class HostRun {
   bool has(size_t i) const { return i < node_.inputs.size() && node_.inputs[i]; }
   Result<const RuntimeValue*> in(size_t i) {
     if (!has(i)) return error("input ", i, " is missing");
-    auto it = scope_.find(node_.inputs[i]);
-    if (it == scope_.end()) return internal_error("input '", node_.inputs[i]->name, "' has no value");
-    return &it->second;
+    const RuntimeValue* v = scope_.get(node_.inputs[i]);
+    if (!v) return internal_error("input '", node_.inputs[i]->name, "' has no value");
+    return v;
   }
   Result<Tensor> tensor_in(size_t i) {
     KILN_ASSIGN_OR_RETURN(const RuntimeValue* v, in(i));
@@ -140,7 +138,7 @@ class HostRun {
     return t.at(0) != 0;
   }
   void set(size_t i, RuntimeValue v) {
-    if (i < node_.outputs.size()) scope_[node_.outputs[i]] = std::move(v);
+    if (i < node_.outputs.size()) scope_.put(node_.outputs[i], std::move(v));
   }
   // A position in [-n, n - 1] (or [-n, n] when `end_ok`), made non-negative.
   Result<int64_t> position(int64_t pos, int64_t n, bool end_ok) {
@@ -470,7 +468,7 @@ class HostRun {
   }
 
   ContextImpl& ctx_;
-  const EngineImpl::Step& step_;
+  const PlanStep& step_;
   const Node& node_;
   Scope& scope_;
   Stream& stream_;
@@ -479,8 +477,7 @@ class HostRun {
 
 }  // namespace
 
-Status run_host_op(ContextImpl& ctx, const EngineImpl::Step& step, ContextImpl::Scope& scope, Stream& stream,
-                   int depth) {
+Status run_host_op(ContextImpl& ctx, const PlanStep& step, Scope& scope, Stream& stream, int depth) {
   return HostRun(ctx, step, scope, stream, depth).run();
 }
 

@@ -1,0 +1,396 @@
+// The execution context: binds inputs, specializes the top-level plan to the inputs' shapes (static
+// kernel calls and one activation block placed by liveness), and runs the steps.
+#include <algorithm>
+#include <chrono>
+
+#include "runtime/engine.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr size_t kBlockAlignment = 64;
+
+OpCall build_time_call(const Node& n) {
+  OpCall call{n.schema, n.attrs.get(), {}, {}};
+  for (Value* in : n.inputs) call.inputs.push_back(in ? in->desc() : TensorDesc::absent());
+  for (Value* out : n.outputs) call.outputs.push_back(out->desc());
+  std::vector<Tensor> unused;
+  pad_optional_inputs(*n.schema, call.inputs, unused);
+  return call;
+}
+
+bool fixed_size(const TensorDesc& d) { return d.kind == ValueKind::kTensor && d.dims.is_static(); }
+
+}  // namespace
+
+const RuntimeValue* Scope::get(const Value* v) const {
+  auto it = plan_->slot_of.find(v);
+  if (it == plan_->slot_of.end()) return nullptr;
+  const Slot& s = slots_[it->second];
+  return s.has ? &s.value : nullptr;
+}
+
+void Scope::put(const Value* v, RuntimeValue value) {
+  auto it = plan_->slot_of.find(v);
+  if (it != plan_->slot_of.end()) put(it->second, std::move(value));
+}
+
+ContextImpl::ContextImpl(std::shared_ptr<const EngineImpl> engine) : engine_(std::move(engine)) {
+  kernels_.resize(static_cast<size_t>(engine_->step_count()));
+  for (const PlanStep& st : engine_->plan().steps) {
+    if (!st.impl) continue;
+    auto k = st.impl->create(build_time_call(*st.node));
+    if (k) kernels_[st.id] = std::move(*k);  // a failure is reported when the step runs
+  }
+  const size_t ins = engine_->graph().inputs().size(), outs = engine_->graph().outputs().size();
+  inputs_.resize(ins);
+  input_set_.assign(ins, 0);
+  outputs_.resize(outs);
+  output_set_.assign(outs, 0);
+}
+
+Result<Kernel*> ContextImpl::kernel_for(const PlanStep& step) {
+  auto& kernel = kernels_[step.id];
+  if (!kernel) {
+    auto k = step.impl->create(build_time_call(*step.node));
+    if (!k) return k.take_status().with_node(step.node->context());
+    kernel = std::move(*k);
+  }
+  return kernel.get();
+}
+
+Status ContextImpl::set_input(const std::string& name, Tensor value) {
+  return set_input_value(name, RuntimeValue::of(std::move(value)));
+}
+
+Status ContextImpl::set_input_value(const std::string& name, RuntimeValue value) {
+  const auto& inputs = engine_->graph().inputs();
+  size_t index = inputs.size();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i]->name == name) index = i;
+  if (index == inputs.size()) {
+    std::string names;
+    for (auto& n : engine_->input_names()) names += (names.empty() ? "" : ", ") + n;
+    return invalid_argument("the engine has no input '", name, "' (inputs: ", names, ")");
+  }
+  const Value* in = inputs[index];
+  if (value.kind != in->kind)
+    return invalid_argument("input '", name, "' must be a ", value_kind_name(in->kind), " but is a ",
+                            value_kind_name(value.kind));
+  if (in->kind != ValueKind::kTensor) {
+    for (const Tensor& t : value.items)
+      if (t.dtype() != in->dtype || !t.device().is_cpu())
+        return invalid_argument("input '", name, "' must hold host ", dtype_name(in->dtype), " tensors");
+    inputs_[index] = std::move(value);
+    input_set_[index] = 1;
+    return Status::ok();
+  }
+  const Tensor& t = value.tensor;
+  if (t.dtype() != in->dtype)
+    return invalid_argument("input '", name, "' must be ", dtype_name(in->dtype), " but is ", dtype_name(t.dtype()));
+  if (t.rank() != in->dims.rank())
+    return invalid_argument("input '", name, "' must have shape ", in->dims.to_string(), " but has ",
+                            t.dims().to_string());
+  for (int i = 0; i < t.rank(); ++i)
+    if (in->dims[i] >= 0 && in->dims[i] != t.dims()[i])
+      return invalid_argument("input '", name, "' must have shape ", in->dims.to_string(), " but has ",
+                              t.dims().to_string(), " (dim ", i, " differs)");
+  if (!t.device().is_cpu()) return unsupported("input '", name, "': this engine runs on the CPU; give a host tensor");
+  KILN_ASSIGN_OR_RETURN(Tensor c, t.contiguous());
+  inputs_[index] = RuntimeValue::of(std::move(c));
+  input_set_[index] = 1;
+  return Status::ok();
+}
+
+void ContextImpl::set_activation_memory(void* data, size_t bytes) {
+  user_block_ = data;
+  user_block_bytes_ = data ? bytes : 0;
+}
+
+// Shape inference over the top-level plan for these input shapes, without running anything. A step
+// whose output shapes follow from shapes and constants alone gets a static call; its intermediates
+// (unless a host op reads them, which may keep them beyond their last reader) go into the block.
+Status ContextImpl::specialize(const std::vector<Dims>& input_dims) {
+  const GraphPlan& plan = engine_->plan();
+  auto spec = std::make_unique<Specialized>();
+  spec->input_dims = input_dims;
+  const auto slots = static_cast<size_t>(plan.slot_count);
+  spec->desc.assign(slots, TensorDesc::absent());
+  spec->offset.assign(slots, -1);
+  std::vector<const Tensor*> known(slots, nullptr);
+  std::vector<char> is_static(slots, 0);
+  for (const auto& [slot, t] : plan.constants) {
+    spec->desc[slot] = {t.dtype(), t.dims(), true};
+    known[slot] = &t;
+    is_static[slot] = 1;
+  }
+  const auto& inputs = engine_->graph().inputs();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int slot = plan.input_slots[i];
+    spec->desc[slot] = {inputs[i]->dtype, input_dims[i], true, inputs[i]->kind};
+    is_static[slot] = fixed_size(spec->desc[slot]) ? 1 : 0;
+  }
+  spec->calls.resize(plan.steps.size());
+  std::vector<char> is_output(slots, 0);
+  for (int o : plan.output_slots) is_output[o] = 1;
+  std::vector<MemoryBlock> blocks;
+  std::vector<int> block_slot;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& st = plan.steps[s];
+    if (!st.impl) continue;
+    const Node& node = *st.node;
+    OpCall call{node.schema, node.attrs.get(), {}, {}};
+    std::vector<const Tensor*> values;
+    bool ready = true;
+    for (int i : st.in) {
+      if (i < 0) {
+        call.inputs.push_back(TensorDesc::absent());
+        values.push_back(nullptr);
+        continue;
+      }
+      ready = ready && is_static[i];
+      call.inputs.push_back(spec->desc[i]);
+      values.push_back(known[i]);
+    }
+    for (int v : node.schema->value_inputs)
+      if (v < static_cast<int>(st.in.size()) && st.in[v] >= 0 && !known[st.in[v]]) ready = false;
+    if (!ready) continue;
+    auto outs = node.schema->infer_outputs(InferContext(*node.attrs, call.inputs, values));
+    if (!outs || outs->size() != st.out.size() || !std::all_of(outs->begin(), outs->end(), fixed_size)) continue;
+    call.outputs = *outs;
+    std::vector<Tensor> unused;
+    pad_optional_inputs(*node.schema, call.inputs, unused);
+    for (size_t o = 0; o < st.out.size(); ++o) {
+      const int slot = st.out[o];
+      spec->desc[slot] = call.outputs[o];
+      is_static[slot] = 1;
+      if (is_output[slot] || plan.read_by_host[slot]) continue;
+      const size_t bytes = static_cast<size_t>(call.outputs[o].dims.numel()) * dtype_size(call.outputs[o].dtype);
+      blocks.push_back({bytes, static_cast<int>(s), std::max(plan.last_reader[slot], static_cast<int>(s))});
+      block_slot.push_back(slot);
+    }
+    spec->calls[s] = std::move(call);
+  }
+  const MemoryPlan placed = plan_memory(blocks, kBlockAlignment);
+  for (size_t b = 0; b < blocks.size(); ++b) spec->offset[block_slot[b]] = static_cast<int64_t>(placed.offsets[b]);
+  spec->memory.planned_bytes = placed.total;
+  spec->memory.unplanned_bytes = placed.unplanned;
+  spec->memory.planned_values = static_cast<int>(blocks.size());
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    if (!spec->calls[s].schema)
+      for (int o : plan.steps[s].out)
+        if (!is_output[o]) ++spec->memory.dynamic_values;
+  spec_ = std::move(spec);
+  return Status::ok();
+}
+
+Result<MemoryReport> ContextImpl::memory_report() {
+  std::vector<Dims> dims;
+  const auto& inputs = engine_->graph().inputs();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (input_set_[i] && inputs_[i].kind == ValueKind::kTensor) {
+      dims.push_back(inputs_[i].tensor.dims());
+    } else if (inputs[i]->dims.is_static() || inputs[i]->kind != ValueKind::kTensor) {
+      dims.push_back(inputs[i]->dims);
+    } else {
+      return invalid_argument("input '", inputs[i]->name, "' has dynamic shape ", inputs[i]->dims.to_string(),
+                              ": set it first to plan the memory for its shape");
+    }
+  }
+  if (!spec_ || spec_->input_dims != dims) KILN_RETURN_IF_ERROR(specialize(dims));
+  return spec_->memory;
+}
+
+Status ContextImpl::run_static(const PlanStep& step, const OpCall& call, Scope& scope, Stream& stream) {
+  const Node& node = *step.node;
+  KILN_ASSIGN_OR_RETURN(Kernel * kernel, kernel_for(step));
+  std::vector<Tensor> src;
+  src.reserve(call.inputs.size());
+  for (int i : step.in) {
+    if (i < 0) {
+      src.emplace_back();
+      continue;
+    }
+    const RuntimeValue* v = scope.at(i);
+    if (!v || v->kind != ValueKind::kTensor)
+      return internal_error("input slot ", i, " has no tensor").with_node(node.context());
+    src.push_back(v->tensor);
+  }
+  src.resize(call.inputs.size());
+  std::vector<Tensor> dst;
+  dst.reserve(call.outputs.size());
+  char* block = static_cast<char*>(user_block_ ? user_block_ : own_block_.raw());
+  for (size_t o = 0; o < call.outputs.size(); ++o) {
+    const TensorDesc& d = call.outputs[o];
+    const int64_t off = spec_->offset[step.out[o]];
+    if (off >= 0) {
+      dst.push_back(Tensor::view(block + off, d.dtype, d.dims));
+      continue;
+    }
+    auto t = Tensor::empty(d.dtype, d.dims, *allocator_, node.name);
+    if (!t) return t.take_status().with_node(node.context());
+    dst.push_back(std::move(*t));
+  }
+  KernelContext ctx{call, std::move(src), std::move(dst), stream, *allocator_};
+  Status st = kernel->run(ctx);
+  if (!st.is_ok()) return std::move(st).with_node(node.context());
+  for (size_t o = 0; o < step.out.size(); ++o) scope.put(step.out[o], RuntimeValue::of(std::move(ctx.dst[o])));
+  return Status::ok();
+}
+
+// A step whose shapes are known only now: infer them from the actual inputs (values included).
+Status ContextImpl::run_kernel(const PlanStep& step, Scope& scope, Stream& stream) {
+  const Node& node = *step.node;
+  KILN_ASSIGN_OR_RETURN(Kernel * kernel, kernel_for(step));
+  OpCall call{node.schema, node.attrs.get(), {}, {}};
+  std::vector<Tensor> src;
+  std::vector<const Tensor*> values;
+  for (size_t k = 0; k < step.in.size(); ++k) {
+    const int i = step.in[k];
+    if (i < 0) {
+      call.inputs.push_back(TensorDesc::absent());
+      src.emplace_back();
+      continue;
+    }
+    const RuntimeValue* v = scope.at(i);
+    const Value* in = node.inputs[k];
+    if (!v) return internal_error("input '", in->name, "' has no value").with_node(node.context());
+    if (v->kind != ValueKind::kTensor)
+      return invalid_argument("input '", in->name, "' is a ", value_kind_name(v->kind), "; a tensor is needed")
+          .with_node(node.context());
+    call.inputs.push_back({v->tensor.dtype(), v->tensor.dims(), true});
+    src.push_back(v->tensor);
+  }
+  values.reserve(src.size());
+  for (const Tensor& t : src) values.push_back(t.defined() ? &t : nullptr);
+  auto outs = node.schema->infer_outputs(InferContext(*node.attrs, call.inputs, values));
+  if (!outs) return outs.take_status().with_node(node.context());
+  call.outputs = *outs;
+  pad_optional_inputs(*node.schema, call.inputs, src);
+  std::vector<Tensor> dst;
+  for (const TensorDesc& d : call.outputs) {
+    if (!d.dims.is_static())
+      return internal_error("output shape ", d.dims.to_string(), " is still unknown at run time")
+          .with_node(node.context());
+    auto t = Tensor::empty(d.dtype, d.dims, *allocator_, node.name);
+    if (!t) return t.take_status().with_node(node.context());
+    dst.push_back(std::move(*t));
+  }
+  KernelContext ctx{call, std::move(src), std::move(dst), stream, *allocator_};
+  Status st = kernel->run(ctx);
+  if (!st.is_ok()) return std::move(st).with_node(node.context());
+  for (size_t o = 0; o < step.out.size() && o < ctx.dst.size(); ++o)
+    scope.put(step.out[o], RuntimeValue::of(std::move(ctx.dst[o])));
+  return Status::ok();
+}
+
+Status ContextImpl::run_plan(const GraphPlan& plan, Scope& scope, Stream& stream, int depth) {
+  const bool top = depth == 0 && &plan == &engine_->plan();
+  const bool timed = layer_timer_ && top;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    Status st = !step.impl                      ? run_host_op(*this, step, scope, stream, depth)
+                : top && spec_->calls[s].schema ? run_static(step, spec_->calls[s], scope, stream)
+                                                : run_kernel(step, scope, stream);
+    if (!st.is_ok()) return st;
+    if (timed) {
+      KILN_RETURN_IF_ERROR(stream.synchronize());
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      layer_timer_(step.node->name, step.impl ? std::string_view(step.impl->name) : "host", ms);
+    }
+    // Intermediates are released after their last reader, so a run holds only what is still needed.
+    for (int v : plan.release[s]) scope.erase(v);
+  }
+  return Status::ok();
+}
+
+Result<std::vector<RuntimeValue>> ContextImpl::call_subgraph(const PlanStep& step, size_t sub, const Scope& scope,
+                                                             std::vector<RuntimeValue> args, Stream& stream,
+                                                             int depth) {
+  const Node& owner = *step.node;
+  const Subgraph& sg = owner.subgraphs.at(sub);
+  const GraphPlan& plan = step.subplans.at(sub);
+  const Graph& g = *plan.graph;
+  auto fail = [&](const Status& s) { return subgraph_error(owner, sg.name, s); };
+  if (depth > 64) return fail(invalid_argument("subgraphs nest too deeply"));
+  Scope local(plan);
+  for (const auto& [slot, t] : plan.constants) local.put(slot, RuntimeValue::of(t));
+  for (Value* c : g.captures()) {
+    const Value* outer = nullptr;
+    for (Value* in : owner.inputs)
+      if (in && in->name == c->name) outer = in;
+    const RuntimeValue* v = outer ? scope.get(outer) : nullptr;
+    if (!v) return fail(internal_error("captured value '", c->name, "' has no value"));
+    local.put(c, *v);
+  }
+  if (args.size() != plan.input_slots.size())
+    return fail(internal_error("the subgraph takes ", plan.input_slots.size(), " inputs but gets ", args.size()));
+  for (size_t i = 0; i < args.size(); ++i) local.put(plan.input_slots[i], std::move(args[i]));
+  Status s = run_plan(plan, local, stream, depth + 1);
+  if (!s.is_ok()) return fail(s);
+  std::vector<RuntimeValue> out;
+  for (size_t i = 0; i < plan.output_slots.size(); ++i) {
+    const RuntimeValue* v = local.at(plan.output_slots[i]);
+    if (!v) return fail(internal_error("output '", g.outputs()[i]->name, "' was not computed"));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+Status ContextImpl::execute(Stream& stream) {
+  const GraphPlan& plan = engine_->plan();
+  const auto& inputs = engine_->graph().inputs();
+  std::vector<Dims> dims;
+  dims.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!input_set_[i]) return invalid_argument("input '", inputs[i]->name, "' has not been set");
+    dims.push_back(inputs_[i].kind == ValueKind::kTensor ? inputs_[i].tensor.dims() : inputs[i]->dims);
+  }
+  if (!spec_ || spec_->input_dims != dims) {
+    KILN_RETURN_IF_ERROR(specialize(dims));
+    own_block_ = Tensor();
+  }
+  const size_t need = spec_->memory.planned_bytes;
+  if (user_block_) {
+    if (user_block_bytes_ < need)
+      return invalid_argument("the activation memory given to the context holds ", user_block_bytes_,
+                              " bytes but these input shapes need ", need,
+                              ": give at least that much, or none and the context allocates its own");
+    if (reinterpret_cast<uintptr_t>(user_block_) % kBlockAlignment != 0)
+      return invalid_argument("the activation memory given to the context must be ", kBlockAlignment, "-byte aligned");
+  } else if (need > 0 && (!own_block_.defined() || own_block_.nbytes() < need)) {
+    KILN_ASSIGN_OR_RETURN(
+        own_block_, Tensor::empty(DataType::kUInt8, Dims{static_cast<int64_t>(need)}, *allocator_, "activations"));
+  }
+  Scope scope(plan);
+  for (const auto& [slot, t] : plan.constants) scope.put(slot, RuntimeValue::of(t));
+  for (size_t i = 0; i < inputs.size(); ++i) scope.put(plan.input_slots[i], inputs_[i]);
+  KILN_RETURN_IF_ERROR(run_plan(plan, scope, stream, 0));
+  for (size_t i = 0; i < plan.output_slots.size(); ++i) {
+    const RuntimeValue* v = scope.at(plan.output_slots[i]);
+    output_set_[i] = v ? 1 : 0;
+    if (v) outputs_[i] = *v;
+  }
+  return stream.synchronize();
+}
+
+Result<RuntimeValue> ContextImpl::output_value(const std::string& name) const {
+  const auto& outputs = engine_->graph().outputs();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i]->name != name) continue;
+    if (!output_set_[i]) return invalid_argument("output '", name, "' has not been computed: call execute first");
+    return outputs_[i];
+  }
+  return invalid_argument("the engine has no output '", name, "'");
+}
+
+Result<Tensor> ContextImpl::output(const std::string& name) const {
+  KILN_ASSIGN_OR_RETURN(RuntimeValue v, output_value(name));
+  if (v.kind != ValueKind::kTensor)
+    return invalid_argument("output '", name, "' is a ", value_kind_name(v.kind), "; read it with output_value");
+  return v.tensor;
+}
+
+}  // namespace kiln
