@@ -1,5 +1,6 @@
 #include "exec.h"
 
+#include "profile.h"
 #include "run_inputs.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "onnx/importer.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/engine.h"
+#include "runtime/inspector.h"
 
 namespace kiln::cli {
 namespace {
@@ -68,8 +70,8 @@ int run_exec(const ExecOptions& opt) {
   std::printf("&&&& RUNNING kiln exec\n");
   if (opt.onnx.empty() == opt.load_engine.empty())
     return fail(invalid_argument("give --onnx MODEL or --loadEngine FILE"));
-  if (opt.iterations < 1 || opt.duration_s < 0 || opt.warm_up_ms < 0 || opt.avg_runs < 1)
-    return fail(invalid_argument("--iterations and --avgRuns must be >= 1, --duration and --warmUp >= 0"));
+  if (opt.iterations < 1 || opt.duration_s < 0 || opt.warm_up_ms < 0 || opt.avg_runs < 1 || opt.threads < 0)
+    return fail(invalid_argument("--iterations and --avgRuns must be >= 1, --duration, --warmUp and --threads >= 0"));
   for (double p : opt.percentiles)
     if (!(p >= 0 && p <= 100)) return fail(invalid_argument("--percentile ", p, " is not in [0, 100]"));
   std::string bytes;
@@ -112,10 +114,21 @@ int run_exec(const ExecOptions& opt) {
   if (!ctx) return fail(ctx.status());
   auto inputs = make_inputs(**engine, opt.shapes, opt.load_inputs);
   if (!inputs) return fail(inputs.status());
+  if (opt.threads > 0) (*ctx)->set_threads(opt.threads);
   auto run_once = [&]() -> Status {
     for (auto& [name, t] : *inputs) KILN_RETURN_IF_ERROR((*ctx)->set_input(name, t));
     return (*ctx)->execute();
   };
+  for (auto& [name, t] : *inputs)
+    if (Status s = (*ctx)->set_input(name, t); !s.is_ok()) return fail(s);
+  if (auto memory = (*ctx)->memory_report(); memory) {
+    std::printf("[I] Activation memory: %.2f MiB planned for %d intermediates (%.2f MiB if each had its own)",
+                static_cast<double>(memory->planned_bytes) / (1 << 20), memory->planned_values,
+                static_cast<double>(memory->unplanned_bytes) / (1 << 20));
+    if (memory->dynamic_values > 0)
+      std::printf("; %d more allocated while running (shapes known only then)", memory->dynamic_values);
+    std::printf("\n");
+  }
   std::printf("=== Inference ===\n");
   // Warm-up: at least one run, then until warm_up_ms passed.
   const auto w0 = Clock::now();
@@ -145,6 +158,29 @@ int run_exec(const ExecOptions& opt) {
   if (!averaged.empty())
     std::printf("[I] Average over %d runs: first %.4g ms, last %.4g ms\n", opt.avg_runs, averaged.front(),
                 averaged.back());
+  if (opt.dump_profile || !opt.export_profile.empty()) {
+    // Profiled runs come after the timed ones: timing each layer synchronizes after it.
+    LayerProfile profile;
+    (*ctx)->set_layer_timer(
+        [&](std::string_view layer, std::string_view kernel, double ms) { profile.add(layer, kernel, ms); });
+    const size_t runs = std::clamp<size_t>(latencies.size(), 1, 100);
+    for (size_t i = 0; i < runs; ++i) {
+      if (Status s = run_once(); !s.is_ok()) return fail(s);
+      profile.end_run();
+    }
+    (*ctx)->set_layer_timer(nullptr);
+    if (opt.dump_profile) std::printf("%s", profile.table().c_str());
+    if (!opt.export_profile.empty()) {
+      std::ofstream out(opt.export_profile);
+      out << profile.json();
+      if (!out) return fail(Status(StatusCode::kIoError, str_cat("cannot write '", opt.export_profile, "'")));
+    }
+  }
+  if (!opt.export_layer_info.empty()) {
+    std::ofstream out(opt.export_layer_info);
+    out << layer_info_json(**engine, ctx->get());
+    if (!out) return fail(Status(StatusCode::kIoError, str_cat("cannot write '", opt.export_layer_info, "'")));
+  }
   if (!opt.export_times.empty()) {
     nlohmann::json times = nlohmann::json::array();
     double at = 0;

@@ -16,6 +16,9 @@ struct ExecOptions {
   int avg_runs = 10;  ///< iterations averaged per reported line with --verbose timings
   std::vector<double> percentiles{90, 95, 99};
   std::string export_output, export_times;
+  int threads = 0;  ///< CPU threads (0: OpenMP's default)
+  bool dump_profile = false;
+  std::string export_profile, export_layer_info;
   std::string external_data_root;
 };
 

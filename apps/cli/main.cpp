@@ -54,6 +54,12 @@ int run(int argc, char** argv) {
       ->delimiter(',');
   exec->add_option("--exportOutput", exec_opt.export_output, "write the last run's outputs here (JSON)");
   exec->add_option("--exportTimes", exec_opt.export_times, "write every inference's timing here (JSON)");
+  exec->add_option("--threads", exec_opt.threads, "CPU threads the kernels use (default: all cores)");
+  exec->add_flag("--dumpProfile", exec_opt.dump_profile, "time every layer over extra runs and print the table");
+  exec->add_option("--exportProfile", exec_opt.export_profile, "write the per-layer times here (JSON)");
+  exec->add_option("--exportLayerInfo", exec_opt.export_layer_info,
+                   "write the engine's layers (kernels, shapes, memory) here (JSON)");
+  exec->add_flag("--verbose", verbose_log, "log kernel choices and rejections while building");
   exec->add_option("--external-data-root", exec_opt.external_data_root,
                    "a folder external data may also resolve into (default: only the model's folder)");
   auto* compare = app.add_subcommand(

@@ -22,12 +22,16 @@ struct OpCall {
   const Attrs* attrs = nullptr;
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
+  /// Per input, its value when it is a constant of the engine (alive as long as the kernel), else null:
+  /// kernels may prepare such inputs once (reordered weights). Empty when nothing is known.
+  std::vector<const Tensor*> constants;
 
   template <class A>
   const A& attrs_as() const {
     return static_cast<const A&>(*attrs);
   }
   bool has_input(int i) const { return i < static_cast<int>(inputs.size()) && inputs[i].present; }
+  const Tensor* constant(int i) const { return i < static_cast<int>(constants.size()) ? constants[i] : nullptr; }
   std::string to_string() const;
 };
 

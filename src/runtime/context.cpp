@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "kernels/cpu/threads.h"
 #include "runtime/engine.h"
 
 namespace kiln {
@@ -13,10 +14,14 @@ constexpr size_t kBlockAlignment = 64;
 
 OpCall build_time_call(const Node& n) {
   OpCall call{n.schema, n.attrs.get(), {}, {}};
-  for (Value* in : n.inputs) call.inputs.push_back(in ? in->desc() : TensorDesc::absent());
+  for (Value* in : n.inputs) {
+    call.inputs.push_back(in ? in->desc() : TensorDesc::absent());
+    call.constants.push_back(in && in->is_constant() ? &in->constant : nullptr);
+  }
   for (Value* out : n.outputs) call.outputs.push_back(out->desc());
   std::vector<Tensor> unused;
   pad_optional_inputs(*n.schema, call.inputs, unused);
+  call.constants.resize(call.inputs.size(), nullptr);
   return call;
 }
 
@@ -364,6 +369,7 @@ Status ContextImpl::execute(Stream& stream) {
     KILN_ASSIGN_OR_RETURN(
         own_block_, Tensor::empty(DataType::kUInt8, Dims{static_cast<int64_t>(need)}, *allocator_, "activations"));
   }
+  if (threads_ > 0) set_cpu_threads(threads_);
   Scope scope(plan);
   for (const auto& [slot, t] : plan.constants) scope.put(slot, RuntimeValue::of(t));
   for (size_t i = 0; i < inputs.size(); ++i) scope.put(plan.input_slots[i], inputs_[i]);

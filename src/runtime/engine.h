@@ -126,10 +126,14 @@ class ContextImpl {
   void set_layer_timer(LayerTimer timer) { layer_timer_ = std::move(timer); }
   /// Where intermediates and outputs are allocated (the CPU allocator unless replaced); must outlive the context.
   void set_allocator(Allocator& allocator) { allocator_ = &allocator; }
+  /// Threads the CPU kernels use while this context runs (0: the process default).
+  void set_threads(int n) { threads_ = n; }
   /// Runs in `bytes` of caller memory (64-byte aligned) instead of a block of its own; null gives it back.
   void set_activation_memory(void* data, size_t bytes);
   /// Plans the activation memory for the bound inputs' shapes (or the engine's static ones) and reports it.
   Result<MemoryReport> memory_report();
+  /// Per slot of the top-level plan, the type and shape planned for the current input shapes (empty before any).
+  std::vector<TensorDesc> planned_descs() const { return spec_ ? spec_->desc : std::vector<TensorDesc>{}; }
 
   /// For host ops: runs subgraph `sub` of `step` with `args` as its inputs and the enclosing `scope` for its captures.
   Result<std::vector<RuntimeValue>> call_subgraph(const PlanStep& step, size_t sub, const Scope& scope,
@@ -161,6 +165,7 @@ class ContextImpl {
   void* user_block_ = nullptr;
   size_t user_block_bytes_ = 0;
   LayerTimer layer_timer_;
+  int threads_ = 0;
   Allocator* allocator_ = &cpu_allocator();
 };
 

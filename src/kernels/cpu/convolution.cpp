@@ -292,6 +292,9 @@ OnednnPlan plan_for(const OnednnProblem& p) {
 
 class OnednnConvolution final : public Kernel {
  public:
+  /// Constant weights are reordered into the primitive's layout once, not on every run.
+  explicit OnednnConvolution(const Tensor* constant_weights) : constant_weights_(constant_weights) {}
+
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.src[0];
     const Tensor& w = ctx.src[1];
@@ -301,6 +304,7 @@ class OnednnConvolution final : public Kernel {
     if (!ready_ || x.dims() != x_dims_ || w.dims() != w_dims_ || y.dims() != y_dims_) {
       // Dynamic shapes are first seen here: what oneDNN rejects now runs on the own loops.
       plan_.reset();
+      weights_ready_ = false;
       auto problem = onednn_problem(ctx.call, x.dims(), w.dims(), y.dims(), has_bias);
       if (problem.is_ok()) {
         problem_ = *problem;
@@ -320,7 +324,9 @@ class OnednnConvolution final : public Kernel {
       auto& eng = onednn::engine();
       memory src(problem_.src, eng, x.raw()), wei(problem_.wei, eng, w.raw()), dst(problem_.dst, eng, y.raw());
       if (plan_->src_in) plan_->src_in->execute(s, src, plan_->src_mem);
-      if (plan_->wei_in) plan_->wei_in->execute(s, wei, plan_->wei_mem);
+      const bool prepared = constant_weights_ && constant_weights_->raw() == w.raw();
+      if (plan_->wei_in && !(prepared && weights_ready_)) plan_->wei_in->execute(s, wei, plan_->wei_mem);
+      weights_ready_ = prepared;
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, plan_->src_in ? plan_->src_mem : src},
                                            {DNNL_ARG_WEIGHTS, plan_->wei_in ? plan_->wei_mem : wei},
                                            {DNNL_ARG_DST, plan_->dst_out ? plan_->dst_mem : dst}};
@@ -332,6 +338,8 @@ class OnednnConvolution final : public Kernel {
   }
 
  private:
+  const Tensor* constant_weights_;
+  bool weights_ready_ = false;
   bool ready_ = false;
   Dims x_dims_, w_dims_, y_dims_;
   OnednnProblem problem_;
@@ -362,8 +370,8 @@ Status loops_support(const OpCall& call) {
   return Status::ok();
 }
 
-Result<std::unique_ptr<Kernel>> create_onednn(const OpCall&) {
-  return std::unique_ptr<Kernel>(std::make_unique<OnednnConvolution>());
+Result<std::unique_ptr<Kernel>> create_onednn(const OpCall& call) {
+  return std::unique_ptr<Kernel>(std::make_unique<OnednnConvolution>(call.constant(1)));
 }
 
 KILN_REGISTER_KERNEL(KernelImpl{

@@ -145,9 +145,13 @@ class OnednnMatmul final : public Kernel {
     return onednn::guard("matmul", [&] {
       if (!prim_ || a.dims() != a_dims_ || b.dims() != b_dims_ || (c != nullptr) != with_c_) {
         const bool ta = attrs.transpose_a && !s.a_vector, tb = attrs.transpose_b && !s.b_vector;
-        src_ = operand_desc(s.a_batch, s.m, s.k, ta);
-        wei_ = operand_desc(s.b_batch, s.k, s.n, tb);
-        dst_ = operand_desc(s.batch, s.m, s.n, false);
+        // A batch against one matrix is one product of [batch * m, k] x [k, n]: a single large GEMM
+        // instead of a batch of small ones (BERT's [128, 1, 768] x [768, 2304]).
+        const bool fold = !ta && s.batch.rank() > 0 && s.b_batch.numel() == 1 && s.a_batch == s.batch;
+        const int64_t rows = fold ? s.batch.numel() * s.m : s.m;
+        src_ = operand_desc(fold ? Dims{} : s.a_batch, rows, s.k, ta);
+        wei_ = operand_desc(fold ? Dims{} : s.b_batch, s.k, s.n, tb);
+        dst_ = operand_desc(fold ? Dims{} : s.batch, rows, s.n, false);
         dnnl::primitive_attr pattr;
         if (attrs.alpha != 1.f) pattr.set_output_scales(0, {attrs.alpha});
         if (c) {

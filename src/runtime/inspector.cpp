@@ -1,0 +1,60 @@
+#include "runtime/inspector.h"
+
+#include <nlohmann/json.hpp>
+
+namespace kiln {
+
+namespace {
+
+nlohmann::json tensor_json(const Value& v, const TensorDesc* planned) {
+  nlohmann::json t = {{"Name", v.name}, {"Kind", std::string(value_kind_name(v.kind))}};
+  if (v.kind == ValueKind::kTensor) {
+    t["Datatype"] = std::string(dtype_name(planned ? planned->dtype : v.dtype));
+    t["Dimensions"] = (planned ? planned->dims : v.dims).to_vector();
+    t["Format"] = "linear";
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string layer_info_json(const EngineImpl& engine, ContextImpl* ctx) {
+  const GraphPlan& plan = engine.plan();
+  const std::vector<TensorDesc> planned = ctx ? ctx->planned_descs() : std::vector<TensorDesc>{};
+  auto desc = [&](int slot) -> const TensorDesc* {
+    return slot >= 0 && static_cast<size_t>(slot) < planned.size() && planned[slot].present ? &planned[slot] : nullptr;
+  };
+  nlohmann::json layers = nlohmann::json::array();
+  for (const PlanStep& st : plan.steps) {
+    nlohmann::json layer = {{"Name", st.node->name},
+                            {"LayerType", st.node->op()},
+                            {"Kernel", st.impl ? st.impl->name : "host"},
+                            {"Inputs", nlohmann::json::array()},
+                            {"Outputs", nlohmann::json::array()}};
+    for (size_t i = 0; i < st.in.size(); ++i)
+      if (st.in[i] >= 0) layer["Inputs"].push_back(tensor_json(*st.node->inputs[i], desc(st.in[i])));
+    for (size_t i = 0; i < st.out.size(); ++i)
+      layer["Outputs"].push_back(tensor_json(*st.node->outputs[i], desc(st.out[i])));
+    layers.push_back(std::move(layer));
+  }
+  nlohmann::json bindings = nlohmann::json::array();
+  for (size_t i = 0; i < plan.input_slots.size(); ++i)
+    bindings.push_back(tensor_json(*engine.graph().inputs()[i], desc(plan.input_slots[i])));
+  for (auto& b : bindings) b["Mode"] = "input";
+  for (size_t i = 0; i < plan.output_slots.size(); ++i) {
+    bindings.push_back(tensor_json(*engine.graph().outputs()[i], desc(plan.output_slots[i])));
+    bindings.back()["Mode"] = "output";
+  }
+  nlohmann::json out = {{"Layers", layers}, {"Bindings", bindings}, {"KilnVersion", engine.header().kiln_version}};
+  if (ctx) {
+    auto memory = ctx->memory_report();
+    if (memory)
+      out["ActivationMemory"] = {{"PlannedBytes", memory->planned_bytes},
+                                 {"UnplannedBytes", memory->unplanned_bytes},
+                                 {"PlannedValues", memory->planned_values},
+                                 {"DynamicValues", memory->dynamic_values}};
+  }
+  return out.dump(1) + "\n";
+}
+
+}  // namespace kiln
