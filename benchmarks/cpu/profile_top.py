@@ -4,8 +4,8 @@ usage: /usr/bin/python3 profile_top.py (--json PROFILE.json | --log EXEC_LOG.txt
 
 --json reads `kiln exec --exportProfile` (trtexec's layout: a list of {name, timeMs, averageMs, percentage, ...},
 possibly led by a {count} entry). --log reads the text `kiln exec --dumpProfile` printed: the lines after the
-first line that mentions "profile" which start with a number are ranked by that number (its time column); a
-"Total" row is printed last.
+section's title ("=== Profile ... ===", else the first line that mentions "profile") that start with a number
+are ranked by that number (the time column); a "Total" row is printed last.
 """
 import argparse
 import json
@@ -33,7 +33,9 @@ def from_json(path, top):
 def from_log(path, top):
     with open(path, errors="replace") as f:
         lines = f.read().splitlines()
-    start = next((i for i, line in enumerate(lines) if "profile" in line.lower()), None)
+    # The section's title (trtexec: "=== Profile (N iterations ) ==="), else the first line naming a profile.
+    titles = [i for i, line in enumerate(lines) if re.search(r"=+\s*profile", line, re.IGNORECASE)]
+    start = titles[-1] if titles else next((i for i, line in enumerate(lines) if "profile" in line.lower()), None)
     if start is None:
         print("  (no profile section in kiln's output)")
         return
