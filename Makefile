@@ -1,5 +1,5 @@
 # kiln: `make run` installs what is missing, builds and runs the main job (doctor, then exec); `make test` also runs every test.
-.PHONY: deps build run test test-sanitize conformance fuzz fuzz-smoke format format-check tidy ops-doc clean
+.PHONY: deps build run bench test test-sanitize conformance fuzz fuzz-smoke format format-check tidy ops-doc clean
 
 PRESET ?= release
 JOBS ?= $(shell nproc)
@@ -16,6 +16,11 @@ build: deps
 run: build
 	build/bin/kiln doctor
 	build/bin/kiln exec --onnx tests/onnx/detection/models/detection/tiny_detector/model.onnx --duration 1
+
+# CPU benchmark against ONNX Runtime and PyTorch (benchmarks/cpu/README.md); not part of make test.
+bench: build
+	@scripts/install-bench-deps
+	benchmarks/cpu/run
 
 test: build format-check tidy
 	@ctest --preset $(PRESET) -j $(JOBS)
