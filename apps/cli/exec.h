@@ -17,6 +17,8 @@ struct ExecOptions {
   std::vector<double> percentiles{90, 95, 99};
   std::string export_output, export_times;
   int threads = 0;  ///< CPU threads (0: OpenMP's default)
+  int optimization_level = 3;
+  std::string timing_cache;
   bool dump_profile = false;
   std::string export_profile, export_layer_info;
   std::string external_data_root;

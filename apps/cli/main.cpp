@@ -55,6 +55,9 @@ int run(int argc, char** argv) {
   exec->add_option("--exportOutput", exec_opt.export_output, "write the last run's outputs here (JSON)");
   exec->add_option("--exportTimes", exec_opt.export_times, "write every inference's timing here (JSON)");
   exec->add_option("--threads", exec_opt.threads, "CPU threads the kernels use (default: all cores)");
+  exec->add_option("--builderOptimizationLevel", exec_opt.optimization_level,
+                   "0: first accepting kernel per layer; 1-5: time every kernel and tactic (default 3)");
+  exec->add_option("--timingCacheFile", exec_opt.timing_cache, "read and update kernel timings in this file");
   exec->add_flag("--dumpProfile", exec_opt.dump_profile, "time every layer over extra runs and print the table");
   exec->add_option("--exportProfile", exec_opt.export_profile, "write the per-layer times here (JSON)");
   exec->add_option("--exportLayerInfo", exec_opt.export_layer_info,

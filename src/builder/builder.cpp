@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "builder/tactics.h"
 #include "graph/engine_format.h"
 #include "graph/network/network_internal.h"
 #include "graph/serialization.h"
@@ -10,56 +11,67 @@
 
 namespace kiln {
 
-namespace {
-OpCall call_for(const Node& n) {
+OpCall node_call(const Node& n) {
   OpCall call{n.schema, n.attrs.get(), {}, {}};
-  for (Value* in : n.inputs) call.inputs.push_back(in ? in->desc() : TensorDesc::absent());
+  for (Value* in : n.inputs) {
+    call.inputs.push_back(in ? in->desc() : TensorDesc::absent());
+    call.constants.push_back(in && in->is_constant() ? &in->constant : nullptr);
+  }
   for (Value* out : n.outputs) call.outputs.push_back(out->desc());
   std::vector<Tensor> unused;
   pad_optional_inputs(*n.schema, call.inputs, unused);
+  call.constants.resize(call.inputs.size(), nullptr);
   return call;
 }
+
+namespace {
 // Host ops (control flow, sequences, optionals, and Identity of one) are run by the runtime itself.
 bool runs_on_host(const Node& n) {
   return n.schema->host || (n.op() == "Identity" && n.inputs.size() == 1 && n.inputs[0] &&
                             (n.inputs[0]->kind != ValueKind::kTensor || n.inputs[0]->dtype == DataType::kString));
 }
 
-// The plan of one graph: a kernel per node, a sub-plan per subgraph; failures name the subgraph path.
-Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& options, BuildReport& rep,
-                                  std::vector<std::string>& failures, const std::string& path) {
+// The plan of one graph: a kernel (and tactic) per node, a sub-plan per subgraph; failures name the subgraph path.
+Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& options, TacticSearch& search,
+                                  BuildReport& rep, std::vector<std::string>& failures, const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
   nlohmann::json plan = nlohmann::json::array();
   for (Node* n : order) {
     if (runs_on_host(*n)) {
       nlohmann::json step = {{"node", n->name}, {"kernel", "host"}};
       for (const Subgraph& sub : n->subgraphs) {
-        KILN_ASSIGN_OR_RETURN(nlohmann::json subplan,
-                              plan_graph(*sub.graph, options, rep, failures, path + n->name + "/" + sub.name + "/"));
+        KILN_ASSIGN_OR_RETURN(nlohmann::json subplan, plan_graph(*sub.graph, options, search, rep, failures,
+                                                                 path + n->name + "/" + sub.name + "/"));
         step["subplans"].push_back(subplan);
       }
       rep.choices.push_back(str_cat(path, n->name, " (", n->op(), "): host"));
       plan.push_back(step);
       continue;
     }
-    const OpCall call = call_for(*n);
-    auto impl = KernelRegistry::global().select(call, options.backend);
-    if (!impl && options.reference_fallback && options.backend != Backend::kRef) {
+    const OpCall call = node_call(*n);
+    std::vector<std::string> log;
+    auto choice = choose_kernel(call, search, log);
+    if (!choice && options.reference_fallback && options.backend != Backend::kRef) {
       auto ref = KernelRegistry::global().select(call, Backend::kRef);
       if (ref) {
         rep.warnings.push_back(
-            str_cat("node '", n->name, "' (", n->op(), ") runs on the reference kernel: ", impl.status().message()));
+            str_cat("node '", n->name, "' (", n->op(), ") runs on the reference kernel: ", choice.status().message()));
         log_warning(rep.warnings.back());
-        impl = ref;
+        choice = TacticChoice{*ref, "", -1};
       }
     }
-    if (!impl) {
-      failures.push_back(path + Status(impl.status()).with_node(n->context()).to_string());
+    if (!choice) {
+      failures.push_back(path + Status(choice.status()).with_node(n->context()).to_string());
       continue;
     }
-    rep.choices.push_back(str_cat(path, n->name, " (", n->op(), "): ", (*impl)->name));
-    log_verbose("builder: ", rep.choices.back());
-    plan.push_back({{"node", n->name}, {"kernel", (*impl)->name}});
+    for (const std::string& line : log) log_verbose("builder: ", path, n->name, ": ", line);
+    const std::string kernel =
+        choice->tactic.empty() ? choice->impl->name : str_cat(choice->impl->name, "[", choice->tactic, "]");
+    rep.choices.push_back(str_cat(path, n->name, " (", n->op(), "): ", kernel));
+    log_verbose("builder: ", rep.choices.back(), choice->ms >= 0 ? str_cat(" (", choice->ms, " ms)") : "");
+    nlohmann::json step = {{"node", n->name}, {"kernel", choice->impl->name}};
+    if (!choice->tactic.empty()) step["tactic"] = choice->tactic;
+    plan.push_back(step);
   }
   return plan;
 }
@@ -71,7 +83,20 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
   BuildReport local;
   BuildReport& rep = report ? *report : local;
   std::vector<std::string> failures;
-  KILN_ASSIGN_OR_RETURN(nlohmann::json plan, plan_graph(graph, options, rep, failures, ""));
+  if (options.optimization_level < 0 || options.optimization_level > 5)
+    return invalid_argument("the optimization level must be 0 to 5, not ", options.optimization_level);
+  TimingCache cache(timing_device(options.backend));
+  if (!options.timing_cache_path.empty()) KILN_RETURN_IF_ERROR(cache.load(options.timing_cache_path, rep.warnings));
+  TacticSearch search;
+  search.backend = options.backend;
+  search.level = options.optimization_level;
+  search.cache = &cache;
+  KILN_ASSIGN_OR_RETURN(nlohmann::json plan, plan_graph(graph, options, search, rep, failures, ""));
+  rep.timed = search.timed;
+  rep.cached = search.cached;
+  rep.timing_ms = search.timing_ms;
+  if (!options.timing_cache_path.empty() && search.timed > 0)
+    KILN_RETURN_IF_ERROR(cache.save(options.timing_cache_path));
   if (!failures.empty()) {
     std::string msg = str_cat(failures.size(), " node", failures.size() > 1 ? "s" : "", " cannot run on ",
                               backend_name(options.backend), ":");

@@ -1,7 +1,7 @@
 #pragma once
 // The builder: graph -> serialized engine. It picks, per node, the implementation that will run it
-// (the first accepting one on the target backend, the reference kernel as the stated fallback).
-// Passes and tactic timing plug in here.
+// and tactic (timed among every accepting one, or the first at optimization level 0; the reference kernel
+// is the stated fallback). Passes plug in here.
 #include <string>
 #include <vector>
 
@@ -15,15 +15,25 @@ struct BuildOptions {
   Backend backend = Backend::kCpu;
   /// Run nodes the backend rejects on the reference kernels instead of failing (logged as a warning).
   bool reference_fallback = true;
+  /// 0: the first accepting kernel per node; 1-5: time every accepting kernel and tactic, longer at higher levels.
+  int optimization_level = 3;
+  /// A timing cache file read before and written after timing (empty: none).
+  std::string timing_cache_path;
 };
 
 struct BuildReport {
   /// One line per node: "conv1 (Convolution): cpu.onednn.convolution".
   std::vector<std::string> choices;
   std::vector<std::string> warnings;
+  int timed = 0, cached = 0;  ///< candidates measured, and read from the timing cache
+  double timing_ms = 0;       ///< time spent measuring candidates
 };
 
+/// The kernel call of a graph node: its schema, attributes, input and output descriptions and constants.
+OpCall node_call(const Node& node);
+
 /// Builds a serialized engine; errors list every node no implementation accepts, with the reasons.
+/// Kernel choices and timings are logged at the verbose level.
 Result<std::string> build_engine(const Graph& graph, const BuildOptions& options, BuildReport* report = nullptr);
 /// The same for a network made with the network definition API.
 Result<std::string> build_engine(const Network& network, const BuildOptions& options, BuildReport* report = nullptr);

@@ -30,6 +30,11 @@ std::optional<double> TimingCache::find(const std::string& key) const {
 Status TimingCache::load(const std::string& path, std::vector<std::string>& warnings) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return Status::ok();
+  if (!std::filesystem::is_regular_file(path, ec))
+    return invalid_argument("the timing cache '", path, "' is not a regular file; give a file path");
+  constexpr uintmax_t kMaxBytes = uintmax_t{256} << 20;
+  if (std::filesystem::file_size(path, ec) > kMaxBytes)
+    return invalid_argument("the timing cache '", path, "' is larger than 256 MiB; delete it and build again");
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();

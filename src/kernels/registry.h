@@ -25,6 +25,8 @@ struct OpCall {
   /// Per input, its value when it is a constant of the engine (alive as long as the kernel), else null:
   /// kernels may prepare such inputs once (reordered weights). Empty when nothing is known.
   std::vector<const Tensor*> constants;
+  /// The variant of the implementation to create (one of its `tactics`; empty: its default).
+  std::string tactic;
 
   template <class A>
   const A& attrs_as() const {
@@ -55,11 +57,14 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual Status run(KernelContext& ctx) = 0;
+  /// What actually runs, once it has run (e.g. the library's implementation name), for logs and the inspector.
+  virtual std::string detail() const { return {}; }
 };
 
 using SupportsFn = std::function<Status(const OpCall&)>;
 using CreateFn = std::function<Result<std::unique_ptr<Kernel>>(const OpCall&)>;
 using RunFn = std::function<Status(KernelContext&)>;
+using TacticsFn = std::function<std::vector<std::string>(const OpCall&)>;
 
 struct KernelImpl {
   std::string name;  ///< "cpu.onednn.convolution", "ref.convolution"
@@ -68,6 +73,8 @@ struct KernelImpl {
   int priority = 0;  ///< higher is tried first within a backend; reference kernels use 0
   SupportsFn supports;
   CreateFn create;
+  /// The variants worth timing for a problem (none: only the default); `create` reads `OpCall::tactic`.
+  TacticsFn tactics;
 };
 
 /// A kernel with no state: `run` is called with every context.

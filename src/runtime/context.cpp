@@ -12,8 +12,10 @@ namespace {
 
 constexpr size_t kBlockAlignment = 64;
 
-OpCall build_time_call(const Node& n) {
+OpCall build_time_call(const PlanStep& step) {
+  const Node& n = *step.node;
   OpCall call{n.schema, n.attrs.get(), {}, {}};
+  call.tactic = step.tactic;
   for (Value* in : n.inputs) {
     call.inputs.push_back(in ? in->desc() : TensorDesc::absent());
     call.constants.push_back(in && in->is_constant() ? &in->constant : nullptr);
@@ -45,7 +47,7 @@ ContextImpl::ContextImpl(std::shared_ptr<const EngineImpl> engine) : engine_(std
   kernels_.resize(static_cast<size_t>(engine_->step_count()));
   for (const PlanStep& st : engine_->plan().steps) {
     if (!st.impl) continue;
-    auto k = st.impl->create(build_time_call(*st.node));
+    auto k = st.impl->create(build_time_call(st));
     if (k) kernels_[st.id] = std::move(*k);  // a failure is reported when the step runs
   }
   const size_t ins = engine_->graph().inputs().size(), outs = engine_->graph().outputs().size();
@@ -58,7 +60,7 @@ ContextImpl::ContextImpl(std::shared_ptr<const EngineImpl> engine) : engine_(std
 Result<Kernel*> ContextImpl::kernel_for(const PlanStep& step) {
   auto& kernel = kernels_[step.id];
   if (!kernel) {
-    auto k = step.impl->create(build_time_call(*step.node));
+    auto k = step.impl->create(build_time_call(step));
     if (!k) return k.take_status().with_node(step.node->context());
     kernel = std::move(*k);
   }

@@ -86,6 +86,7 @@ Result<GraphPlan> read_plan(const nlohmann::json& json, const Graph& graph, int 
     st.node = node;
     st.impl = impl;
     st.id = next_id++;
+    if (step.contains("tactic")) st.tactic = step.at("tactic").get<std::string>();
     const size_t subs = step.contains("subplans") ? step.at("subplans").size() : 0;
     if (subs != node->subgraphs.size())
       return invalid_argument("the engine plan of node '", node_name, "' has ", subs, " sub-plans for ",
@@ -141,7 +142,8 @@ std::vector<std::string> EngineImpl::output_names() const {
 std::string EngineImpl::inspect() const {
   std::string s;
   for (const PlanStep& st : plan_.steps)
-    s += str_cat(st.node->name, " (", st.node->op(), "): ", st.impl ? st.impl->name : "host", "\n");
+    s += str_cat(st.node->name, " (", st.node->op(), "): ", st.impl ? st.impl->name : "host",
+                 st.tactic.empty() ? "" : "[" + st.tactic + "]", "\n");
   return s;
 }
 

@@ -34,7 +34,8 @@ struct RuntimeValue {
 struct PlanStep {
   Node* node = nullptr;
   const KernelImpl* impl = nullptr;
-  int id = 0;  ///< index of the step's kernel instance in a context (unique across all plans of an engine)
+  std::string tactic;  ///< the variant of `impl` the builder chose (empty: its default)
+  int id = 0;          ///< index of the step's kernel instance in a context (unique across all plans of an engine)
   std::vector<int> in, out;
   std::vector<GraphPlan> subplans;
 };
@@ -133,6 +134,10 @@ class ContextImpl {
   /// Plans the activation memory for the bound inputs' shapes (or the engine's static ones) and reports it.
   Result<MemoryReport> memory_report();
   /// Per slot of the top-level plan, the type and shape planned for the current input shapes (empty before any).
+  /// What the step's kernel instance reports it runs (a library's implementation), once it has run.
+  std::string kernel_detail(const PlanStep& step) const {
+    return kernels_[step.id] ? kernels_[step.id]->detail() : std::string();
+  }
   std::vector<TensorDesc> planned_descs() const { return spec_ ? spec_->desc : std::vector<TensorDesc>{}; }
 
   /// For host ops: runs subgraph `sub` of `step` with `args` as its inputs and the enclosing `scope` for its captures.

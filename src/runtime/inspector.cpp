@@ -26,11 +26,11 @@ std::string layer_info_json(const EngineImpl& engine, ContextImpl* ctx) {
   };
   nlohmann::json layers = nlohmann::json::array();
   for (const PlanStep& st : plan.steps) {
-    nlohmann::json layer = {{"Name", st.node->name},
-                            {"LayerType", st.node->op()},
-                            {"Kernel", st.impl ? st.impl->name : "host"},
-                            {"Inputs", nlohmann::json::array()},
-                            {"Outputs", nlohmann::json::array()}};
+    nlohmann::json layer = {
+        {"Name", st.node->name}, {"LayerType", st.node->op()},        {"Kernel", st.impl ? st.impl->name : "host"},
+        {"Tactic", st.tactic},   {"Inputs", nlohmann::json::array()}, {"Outputs", nlohmann::json::array()}};
+    if (const std::string detail = ctx ? ctx->kernel_detail(st) : std::string(); !detail.empty())
+      layer["Implementation"] = detail;
     for (size_t i = 0; i < st.in.size(); ++i)
       if (st.in[i] >= 0) layer["Inputs"].push_back(tensor_json(*st.node->inputs[i], desc(st.in[i])));
     for (size_t i = 0; i < st.out.size(); ++i)

@@ -243,30 +243,38 @@ struct OnednnPlan {
   memory::desc src_md, wei_md, dst_md;
   std::optional<dnnl::reorder> src_in, wei_in, dst_out;
   memory src_mem, wei_mem, dst_mem;  // blocked buffers, when reordered
+  std::string impl;                  // oneDNN's implementation, e.g. "jit:avx512_core" or "ref:any"
 };
 
+// Tactics: "blocked" lets oneDNN pick the activations' layout (reorders in and out around the
+// primitive); "plain" keeps kiln's row-major layout (no reorders, other implementations). Weights are
+// always in the primitive's preferred layout.
+constexpr const char* kBlocked = "blocked";
+constexpr const char* kPlain = "plain";
+
 template <class Op>
-typename Op::primitive_desc make_pd(const OnednnProblem& p, dnnl::algorithm algo) {
-  const typename Op::desc d(dnnl::prop_kind::forward_inference, algo, any_desc(p.src), any_desc(p.wei),
-                            p.has_bias ? p.bias : memory::desc(), any_desc(p.dst), p.strides, p.dilates, p.pad_l,
-                            p.pad_r);
+typename Op::primitive_desc make_pd(const OnednnProblem& p, dnnl::algorithm algo, bool plain) {
+  const typename Op::desc d(dnnl::prop_kind::forward_inference, algo, plain ? p.src : any_desc(p.src), any_desc(p.wei),
+                            p.has_bias ? p.bias : memory::desc(), plain ? p.dst : any_desc(p.dst), p.strides, p.dilates,
+                            p.pad_l, p.pad_r);
   return typename Op::primitive_desc(d, onednn::engine());
 }
 
 // Throws dnnl::error when oneDNN has no implementation for the problem.
 void check_pd(const OnednnProblem& p) {
   if (p.deconv)
-    (void)make_pd<dnnl::deconvolution_forward>(p, dnnl::algorithm::deconvolution_direct);
+    (void)make_pd<dnnl::deconvolution_forward>(p, dnnl::algorithm::deconvolution_direct, false);
   else
-    (void)make_pd<dnnl::convolution_forward>(p, dnnl::algorithm::convolution_direct);
+    (void)make_pd<dnnl::convolution_forward>(p, dnnl::algorithm::convolution_direct, false);
 }
 
 template <class Prim>
-OnednnPlan make_plan(const OnednnProblem& p, dnnl::algorithm algo) {
+OnednnPlan make_plan(const OnednnProblem& p, dnnl::algorithm algo, bool plain) {
   auto& eng = onednn::engine();
-  const auto pd = make_pd<Prim>(p, algo);
+  const auto pd = make_pd<Prim>(p, algo, plain);
   OnednnPlan plan;
   plan.prim = Prim(pd);
+  plan.impl = pd.impl_info_str();
   plan.src_md = pd.src_desc();
   plan.wei_md = pd.weights_desc();
   plan.dst_md = pd.dst_desc();
@@ -285,15 +293,21 @@ OnednnPlan make_plan(const OnednnProblem& p, dnnl::algorithm algo) {
   return plan;
 }
 
-OnednnPlan plan_for(const OnednnProblem& p) {
-  if (p.deconv) return make_plan<dnnl::deconvolution_forward>(p, dnnl::algorithm::deconvolution_direct);
-  return make_plan<dnnl::convolution_forward>(p, dnnl::algorithm::convolution_direct);
+OnednnPlan plan_for(const OnednnProblem& p, bool plain) {
+  if (p.deconv) return make_plan<dnnl::deconvolution_forward>(p, dnnl::algorithm::deconvolution_direct, plain);
+  return make_plan<dnnl::convolution_forward>(p, dnnl::algorithm::convolution_direct, plain);
 }
 
 class OnednnConvolution final : public Kernel {
  public:
   /// Constant weights are reordered into the primitive's layout once, not on every run.
-  explicit OnednnConvolution(const Tensor* constant_weights) : constant_weights_(constant_weights) {}
+  OnednnConvolution(const Tensor* constant_weights, bool plain) : constant_weights_(constant_weights), plain_(plain) {}
+
+  std::string detail() const override {
+    if (!ready_) return {};
+    return plan_ ? str_cat("oneDNN ", plan_->impl, plain_ ? " (plain layout)" : " (blocked layout)")
+                 : "own loops (oneDNN declined)";
+  }
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.src[0];
@@ -309,7 +323,7 @@ class OnednnConvolution final : public Kernel {
       if (problem.is_ok()) {
         problem_ = *problem;
         try {
-          plan_ = plan_for(problem_);
+          plan_ = plan_for(problem_, plain_);
         } catch (const dnnl::error&) {
         }
       }
@@ -339,6 +353,7 @@ class OnednnConvolution final : public Kernel {
 
  private:
   const Tensor* constant_weights_;
+  bool plain_;
   bool weights_ready_ = false;
   bool ready_ = false;
   Dims x_dims_, w_dims_, y_dims_;
@@ -371,8 +386,12 @@ Status loops_support(const OpCall& call) {
 }
 
 Result<std::unique_ptr<Kernel>> create_onednn(const OpCall& call) {
-  return std::unique_ptr<Kernel>(std::make_unique<OnednnConvolution>(call.constant(1)));
+  if (!call.tactic.empty() && call.tactic != kBlocked && call.tactic != kPlain)
+    return invalid_argument("cpu.onednn.convolution has no tactic '", call.tactic, "'");
+  return std::unique_ptr<Kernel>(std::make_unique<OnednnConvolution>(call.constant(1), call.tactic == kPlain));
 }
+
+std::vector<std::string> onednn_tactics(const OpCall&) { return {kBlocked, kPlain}; }
 
 KILN_REGISTER_KERNEL(KernelImpl{
     .name = "cpu.onednn.convolution",
@@ -381,6 +400,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .priority = 10,
     .supports = onednn_supports,
     .create = create_onednn,
+    .tactics = onednn_tactics,
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -399,6 +419,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .priority = 10,
     .supports = onednn_supports,
     .create = create_onednn,
+    .tactics = onednn_tactics,
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{

@@ -1,0 +1,174 @@
+#include "builder/tactics.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <random>
+
+#include "kernels/cpu/threads.h"
+
+namespace kiln {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxTimingBytes = size_t{1} << 30;  // problems larger than this are not timed
+
+// Why the problem cannot be timed on random inputs (empty: it can).
+std::string untimeable(const OpCall& call, Backend backend) {
+  if (backend == Backend::kCuda) return "CUDA kernels are not timed yet";
+  size_t bytes = 0;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const TensorDesc& d = call.inputs[i];
+    if (!d.present) continue;
+    if (d.kind != ValueKind::kTensor || d.dtype == DataType::kString) return "non-numeric input";
+    if (!d.dims.is_static()) return "dynamic input shape";
+    bytes += static_cast<size_t>(d.dims.numel()) * dtype_size(d.dtype);
+  }
+  for (int v : call.schema->value_inputs)
+    if (call.has_input(v) && !call.constant(v)) return "its output shape depends on input values";
+  for (const TensorDesc& d : call.outputs) {
+    if (!d.dims.is_static()) return "dynamic output shape";
+    bytes += static_cast<size_t>(d.dims.numel()) * dtype_size(d.dtype);
+  }
+  if (bytes > kMaxTimingBytes) return "too large to time";
+  return {};
+}
+
+// Inputs for timing: the constants themselves, random floats in [-1, 1], integers and booleans 0.
+Result<std::vector<Tensor>> timing_inputs(const OpCall& call) {
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+  std::vector<Tensor> src;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const TensorDesc& d = call.inputs[i];
+    if (!d.present) {
+      src.emplace_back();
+      continue;
+    }
+    if (const Tensor* c = call.constant(static_cast<int>(i))) {
+      src.push_back(*c);
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(d.dtype, d.dims));
+    if (is_floating(d.dtype))
+      for (int64_t k = 0; k < t.numel(); ++k) t.set(k, uniform(rng));
+    src.push_back(std::move(t));
+  }
+  return src;
+}
+
+// Median time of one candidate; an error when it cannot be created or run on these inputs.
+Result<double> time_candidate(const OpCall& call, const KernelImpl& impl, const std::vector<Tensor>& inputs,
+                              int level) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, impl.create(call));
+  std::vector<Tensor> dst;
+  for (const TensorDesc& d : call.outputs) {
+    KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(d.dtype, d.dims));
+    dst.push_back(std::move(t));
+  }
+  const int min_runs = 1 + level;
+  const double min_ms = 0.5 * level * level;
+  std::vector<double> times;
+  double total = 0;
+  for (int run = -1; run < min_runs || (total < min_ms && run < 200); ++run) {
+    KernelContext ctx{call, inputs, dst, cpu_stream(), cpu_allocator()};
+    const auto t0 = Clock::now();
+    KILN_RETURN_IF_ERROR(kernel->run(ctx));
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (run < 0) continue;  // the first run warms up (primitive creation, weight reorders)
+    times.push_back(ms);
+    total += ms;
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+std::string candidate_name(const KernelImpl& impl, const std::string& tactic) {
+  return tactic.empty() ? impl.name : str_cat(impl.name, "[", tactic, "]");
+}
+
+}  // namespace
+
+std::string timing_device(Backend backend) {
+  std::string model = "unknown CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  return str_cat(backend_name(backend), " ", model, ", ", cpu_threads(), " threads");
+}
+
+std::string timing_key(const OpCall& call, const KernelImpl& impl, const std::string& tactic,
+                       const std::string& device) {
+  std::string text = str_cat(device, "|", call.schema->name, "|", call.attrs ? call.attrs->to_json() : "", "|");
+  for (const TensorDesc& d : call.inputs) text += d.to_string() + (d.present ? "" : "-") + ",";
+  text += "|";
+  for (const TensorDesc& d : call.outputs) text += d.to_string() + ",";
+  return stable_hash(str_cat(text, "|", impl.name, "|", tactic));
+}
+
+Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std::vector<std::string>& log) {
+  std::vector<TacticChoice> candidates;
+  std::string reasons;
+  for (const KernelImpl* impl : KernelRegistry::global().find(call.schema->name, search.backend)) {
+    Status ok = impl->supports(call);
+    if (!ok.is_ok()) {
+      log.push_back(str_cat(impl->name, " rejects it: ", ok.message()));
+      reasons += str_cat("\n    ", impl->name, ": ", ok.message());
+      continue;
+    }
+    const std::vector<std::string> tactics = impl->tactics ? impl->tactics(call) : std::vector<std::string>{};
+    if (tactics.empty()) candidates.push_back({impl, "", -1});
+    for (const std::string& t : tactics) candidates.push_back({impl, t, -1});
+  }
+  if (candidates.empty())
+    return unsupported("no ", backend_name(search.backend), " kernel accepts ", call.schema->name, " ",
+                       call.to_string(), reasons.empty() ? " (none registered)" : ":" + reasons);
+  if (search.level == 0 || candidates.size() == 1) return candidates.front();
+  if (const std::string why = untimeable(call, search.backend); !why.empty()) {
+    log.push_back(str_cat("not timed (", why, "): the first accepted candidate runs"));
+    return candidates.front();
+  }
+  const std::string device = timing_device(search.backend);
+  std::vector<Tensor> inputs;
+  TacticChoice* best = nullptr;
+  for (TacticChoice& c : candidates) {
+    OpCall with_tactic = call;
+    with_tactic.tactic = c.tactic;
+    const std::string key = timing_key(call, *c.impl, c.tactic, device);
+    if (auto hit = search.cache ? search.cache->find(key) : std::nullopt) {
+      c.ms = *hit;
+      ++search.cached;
+      log.push_back(str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms (timing cache)"));
+    } else {
+      if (inputs.empty()) {
+        auto made = timing_inputs(call);
+        if (!made) return candidates.front();
+        inputs = std::move(*made);
+      }
+      const auto t0 = Clock::now();
+      auto ms = time_candidate(with_tactic, *c.impl, inputs, search.level);
+      search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      if (!ms) {
+        log.push_back(str_cat(candidate_name(*c.impl, c.tactic), " fails on random inputs: ", ms.status().message()));
+        continue;
+      }
+      c.ms = *ms;
+      ++search.timed;
+      if (search.cache) search.cache->put(key, c.ms);
+      log.push_back(str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms"));
+    }
+    if (!best || c.ms < best->ms) best = &c;
+  }
+  if (!best) {
+    log.push_back("no candidate ran on random inputs: the first accepted one runs");
+    return candidates.front();
+  }
+  return *best;
+}
+
+}  // namespace kiln

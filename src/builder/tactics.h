@@ -1,0 +1,38 @@
+#pragma once
+// Kernel selection: every implementation that accepts a node's problem, with each of its tactics, is a
+// candidate; above optimization level 0 the candidates are timed (or their times read from the timing
+// cache) and the fastest is kept.
+#include <string>
+#include <vector>
+
+#include "builder/timing_cache.h"
+#include "kernels/registry.h"
+
+namespace kiln {
+
+struct TacticChoice {
+  const KernelImpl* impl = nullptr;
+  std::string tactic;
+  double ms = -1;  ///< measured or cached time; -1 when not timed
+};
+
+struct TacticSearch {
+  Backend backend = Backend::kCpu;
+  int level = 3;                 ///< 0: the first accepted candidate; 1-5: time them, longer at higher levels
+  TimingCache* cache = nullptr;  ///< times to reuse and to add to (may be null)
+  int timed = 0, cached = 0;     ///< candidates measured and read from the cache so far
+  double timing_ms = 0;          ///< time spent measuring
+};
+
+/// The candidate to run `call` with; an error lists why every implementation rejected it.
+/// `log` gets one line per candidate: its time, or why it was rejected or could not be timed.
+Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std::vector<std::string>& log);
+
+/// What the timing cache keys a candidate by: the problem, the implementation, the tactic and the device.
+std::string timing_key(const OpCall& call, const KernelImpl& impl, const std::string& tactic,
+                       const std::string& device);
+
+/// The machine times are valid for: "cpu <model name>, <n> threads".
+std::string timing_device(Backend backend);
+
+}  // namespace kiln

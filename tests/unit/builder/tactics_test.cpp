@@ -1,0 +1,179 @@
+// Tactic timing and the timing cache: candidates are timed and the fastest kept, a rebuild reads every
+// time from the cache, and a cache from another device or a malformed one is handled.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "builder/builder.h"
+#include "builder/tactics.h"
+#include "builder/timing_cache.h"
+#include "graph/network/network_internal.h"
+#include "kiln/network.h"
+#include "kiln/version.h"
+#include "runtime/engine.h"
+
+namespace kiln {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()))).string();
+}
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// Two convolutions with random-looking weights: every convolution has several candidates (tactics).
+std::unique_ptr<Network> conv_net() {
+  auto net = std::make_unique<Network>();
+  std::vector<float> w1(8 * 3 * 3 * 3), w2(8 * 8 * 3 * 3);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = static_cast<float>((i * 7919) % 13) / 13.f - 0.5f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<float>((i * 104729) % 11) / 11.f - 0.5f;
+  Weights a{DataType::kFloat32, w1.data(), static_cast<int64_t>(w1.size())};
+  Weights b{DataType::kFloat32, w2.data(), static_cast<int64_t>(w2.size())};
+  auto x = net->add_input("x", DataType::kFloat32, {1, 3, 16, 16});
+  auto c1 = net->add_convolution(*x, 8, {3, 3}, a);
+  auto c2 = net->add_convolution((*c1)->output(0), 8, {3, 3}, b);
+  EXPECT_TRUE(net->mark_output((*c2)->output(0)).is_ok());
+  return net;
+}
+
+TEST(TimingCache, SavedTimesAreReadBack) {
+  const std::string path = temp_path("kiln_cache_roundtrip.json");
+  TimingCache cache("cpu test");
+  cache.put("k1", 1.5);
+  cache.put("k2", 0.25);
+  ASSERT_TRUE(cache.save(path).is_ok());
+  TimingCache again("cpu test");
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(again.load(path, warnings).is_ok());
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(again.size(), 2u);
+  EXPECT_EQ(again.find("k1"), 1.5);
+  EXPECT_EQ(again.find("k2"), 0.25);
+  EXPECT_FALSE(again.find("k3").has_value());
+  std::filesystem::remove(path);
+}
+
+TEST(TimingCache, AnotherDeviceOrVersionIsIgnoredWithAWarning) {
+  const std::string path = temp_path("kiln_cache_other.json");
+  TimingCache cache("cpu machine A");
+  cache.put("k1", 1.0);
+  ASSERT_TRUE(cache.save(path).is_ok());
+  TimingCache other("cpu machine B");
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(other.load(path, warnings).is_ok());
+  EXPECT_EQ(other.size(), 0u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cpu machine A"), std::string::npos) << warnings[0];
+
+  write_file(path, R"({"kiln_version": "0.0.0-old", "device": "cpu machine B", "times": {"k1": 1}})");
+  warnings.clear();
+  ASSERT_TRUE(other.load(path, warnings).is_ok());
+  EXPECT_EQ(other.size(), 0u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("0.0.0-old"), std::string::npos) << warnings[0];
+  std::filesystem::remove(path);
+}
+
+TEST(TimingCache, MalformedFilesAreErrorsNamingTheFile) {
+  const std::string path = temp_path("kiln_cache_bad.json");
+  const std::string version = version_string();
+  for (const std::string text :
+       {std::string("not json"), std::string("[1, 2]"), std::string(R"({"times": {}})"),
+        str_cat(R"({"kiln_version": ")", version, R"(", "device": "d", "times": {"k": "fast"}})"),
+        str_cat(R"({"kiln_version": ")", version, R"(", "device": "d", "times": {"k": -1}})")}) {
+    write_file(path, text);
+    TimingCache cache("d");
+    std::vector<std::string> warnings;
+    Status st = cache.load(path, warnings);
+    ASSERT_FALSE(st.is_ok()) << text;
+    EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("delete it"), std::string::npos) << st.message();
+  }
+  std::filesystem::remove(path);
+  const std::string dir = temp_path("kiln_cache_dir");
+  std::filesystem::create_directory(dir);
+  TimingCache cache("d");
+  std::vector<std::string> warnings;
+  EXPECT_FALSE(cache.load(dir, warnings).is_ok());
+  std::filesystem::remove(dir);
+}
+
+TEST(Tactics, EveryCandidateIsTimedAndARebuildReadsTheCache) {
+  const std::string path = temp_path("kiln_cache_build.json");
+  std::filesystem::remove(path);
+  auto net = conv_net();
+  BuildOptions options;
+  options.optimization_level = 1;
+  options.timing_cache_path = path;
+  BuildReport first;
+  auto bytes = build_engine(network_graph(*net), options, &first);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  // Each convolution has at least two candidates (oneDNN blocked and plain layouts).
+  EXPECT_GE(first.timed, 4);
+  EXPECT_EQ(first.cached, 0);
+  EXPECT_GT(first.timing_ms, 0);
+  ASSERT_TRUE(std::filesystem::exists(path));
+
+  BuildReport second;
+  auto again = build_engine(network_graph(*net), options, &second);
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_EQ(second.timed, 0);
+  EXPECT_EQ(second.cached, first.timed);
+  EXPECT_EQ(second.timing_ms, 0);
+  // Same times, same choices: the same plan.
+  EXPECT_EQ(first.choices, second.choices);
+
+  BuildReport level0;
+  options.optimization_level = 0;
+  options.timing_cache_path.clear();
+  ASSERT_TRUE(build_engine(network_graph(*net), options, &level0).is_ok());
+  EXPECT_EQ(level0.timed + level0.cached, 0);
+  std::filesystem::remove(path);
+}
+
+TEST(Tactics, TheFastestCachedCandidateIsChosen) {
+  // Times planted in the cache decide: whichever tactic the cache says is fastest is the one planned.
+  auto net = conv_net();
+  const Graph& graph = network_graph(*net);
+  const std::string path = temp_path("kiln_cache_planted.json");
+  const std::string device = timing_device(Backend::kCpu);
+  for (const std::string favourite : {"plain", "blocked"}) {
+    TimingCache cache(device);
+    int convolutions = 0;
+    for (const auto& node : graph.nodes()) {
+      if (node->op() != "Convolution") continue;
+      ++convolutions;
+      const OpCall call = node_call(*node);
+      for (const KernelImpl* impl : KernelRegistry::global().find("Convolution", Backend::kCpu)) {
+        if (!impl->supports(call).is_ok()) continue;
+        std::vector<std::string> tactics = impl->tactics ? impl->tactics(call) : std::vector<std::string>{};
+        if (tactics.empty()) tactics.emplace_back();
+        for (const std::string& t : tactics) cache.put(timing_key(call, *impl, t, device), t == favourite ? 1 : 100);
+      }
+    }
+    ASSERT_EQ(convolutions, 2);
+    ASSERT_TRUE(cache.save(path).is_ok());
+    BuildOptions options;
+    options.timing_cache_path = path;
+    BuildReport report;
+    ASSERT_TRUE(build_engine(graph, options, &report).is_ok());
+    EXPECT_EQ(report.timed, 0);
+    int chosen = 0;
+    for (const std::string& line : report.choices) chosen += line.find("[" + favourite + "]") != std::string::npos;
+    EXPECT_EQ(chosen, 2) << favourite;
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(Tactics, LevelIsValidated) {
+  auto net = conv_net();
+  BuildOptions options;
+  options.optimization_level = 6;
+  auto bytes = build_engine(network_graph(*net), options);
+  ASSERT_FALSE(bytes.is_ok());
+  EXPECT_NE(bytes.status().message().find("optimization level"), std::string::npos) << bytes.status().message();
+}
+
+}  // namespace
+}  // namespace kiln
