@@ -108,17 +108,17 @@ int run_exec(const ExecOptions& opt) {
         return fail(Status(StatusCode::kIoError, str_cat("cannot write the engine to '", opt.save_engine, "'")));
       std::printf("[I] Engine saved to %s\n", opt.save_engine.c_str());
     }
-  } else {
-    auto read = read_file(opt.load_engine, "engine");
-    if (!read) return fail(read.status());
-    bytes = std::move(*read);
-    std::printf("[I] Loaded engine %s (%zu bytes)\n", opt.load_engine.c_str(), bytes.size());
   }
-  auto engine = EngineImpl::deserialize(bytes);
+  // A saved engine is mapped, its weights used in place; a built one is read from memory.
+  const auto load_start = Clock::now();
+  auto engine = opt.load_engine.empty() ? EngineImpl::deserialize(bytes) : EngineImpl::load_file(opt.load_engine);
   if (!engine) {
     const std::string where = opt.load_engine.empty() ? "the built engine" : opt.load_engine;
     return fail(std::move(engine.take_status()).with_prefix(where));
   }
+  if (!opt.load_engine.empty())
+    std::printf("[I] Loaded engine %s (%llu bytes, mapped) in %.2f ms\n", opt.load_engine.c_str(),
+                static_cast<unsigned long long>((*engine)->header().file_bytes), ms_since(load_start));
   auto ctx = (*engine)->create_execution_context();
   if (!ctx) return fail(ctx.status());
   auto inputs = make_inputs(**engine, opt.shapes, opt.load_inputs);

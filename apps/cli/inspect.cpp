@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "builder/builder.h"
+#include "core/mapped_file.h"
+#include "graph/engine_format.h"
 #include "onnx/importer.h"
 #include "runtime/engine.h"
 
@@ -18,23 +21,40 @@ int fail(const Status& s) {
   return 1;
 }
 
-bool looks_like_engine(const std::string& path) {
+bool is_engine_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[8] = {};
   in.read(magic, 8);
-  return std::string(magic, 8) == "KILNENG1";
+  return looks_like_engine(std::string_view(magic, static_cast<size_t>(in.gcount())));
 }
 
 int inspect_engine(const InspectOptions& opt) {
-  std::ifstream in(opt.path, std::ios::binary);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  auto engine = EngineImpl::deserialize(buf.str());
+  auto file = MappedFile::open(opt.path, "engine");
+  if (!file) return fail(file.status());
+  // The header first, so that an engine this machine cannot run still shows what it was built for.
+  auto header = read_engine_header((*file)->bytes());
+  if (!header) return fail(std::move(header.take_status()).with_prefix(opt.path));
+  const EngineHeader& h = *header;
+  std::printf("engine %s\n  format %d, kiln %s\n  device %s", opt.path.c_str(), h.format_version,
+              h.kiln_version.c_str(), h.device.c_str());
+  if (!h.compute_capability.empty()) std::printf(", compute capability %s", h.compute_capability.c_str());
+  if (!h.cpu_isa.empty()) std::printf(", CPU ISA %s", h.cpu_isa.c_str());
+  std::printf("\n  build flags: %s\n", h.build_flags.c_str());
+  for (const auto& [key, value] : h.extra) std::printf("  %s: %s\n", key.c_str(), value.c_str());
+  std::printf("  size: %llu bytes (header %llu, body %llu at offset %llu)\n",
+              static_cast<unsigned long long>(h.file_bytes), static_cast<unsigned long long>(h.header_bytes),
+              static_cast<unsigned long long>(h.body_bytes), static_cast<unsigned long long>(h.body_offset));
+  for (const auto& [name, s] : h.sections)
+    std::printf("  section %s: %llu bytes at body offset %llu\n", name.c_str(),
+                static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.offset));
+  auto container = read_engine_container((*file)->bytes());  // lengths and the body's checksum
+  if (!container) return fail(std::move(container.take_status()).with_prefix(opt.path));
+  std::printf("  checksum: ok (CRC-32 %08x)\n", h.body_crc);
+  const auto load_start = std::chrono::steady_clock::now();
+  auto engine = EngineImpl::deserialize((*file)->bytes(), *file);
   if (!engine) return fail(std::move(engine.take_status()).with_prefix(opt.path));
-  const EngineHeader& h = (*engine)->header();
-  std::printf("engine %s\n  kiln %s, format %d, device %s %s\n  build flags: %s\n", opt.path.c_str(),
-              h.kiln_version.c_str(), h.format_version, h.device.c_str(), h.compute_capability.c_str(),
-              h.build_flags.c_str());
+  std::printf("  loaded (mapped) in %.2f ms\n",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count());
   std::printf("%s", (*engine)->inspect().c_str());
   return 0;
 }
@@ -69,7 +89,7 @@ Result<uint64_t> parse_size(const std::string& text, const char* flag) {
 }  // namespace
 
 int run_inspect(const InspectOptions& opt) {
-  if (looks_like_engine(opt.path)) return inspect_engine(opt);
+  if (is_engine_file(opt.path)) return inspect_engine(opt);
   onnx_import::ImportOptions import_opt;
   import_opt.external_data_root = opt.external_data_root;
   import_opt.fold_work_limit = opt.fold_work_limit;

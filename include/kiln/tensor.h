@@ -12,10 +12,12 @@
 
 namespace kiln {
 
-/// A block of memory; frees itself through its allocator when it owns the memory.
+/// A block of memory; frees itself through its allocator when it owns the memory, or keeps another
+/// owner (a memory-mapped file) alive while it lives.
 class Buffer {
  public:
   Buffer(void* data, size_t bytes, Device device, Allocator* owner);
+  Buffer(void* data, size_t bytes, Device device, std::shared_ptr<const void> keep_alive);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -28,6 +30,7 @@ class Buffer {
   size_t bytes_;
   Device device_;
   Allocator* owner_;
+  std::shared_ptr<const void> keep_alive_;
 };
 
 /// Element type, dims and strides (in elements) over a shared Buffer.
@@ -42,6 +45,10 @@ class Tensor {
   /// A non-owning view of memory the caller keeps alive.
   static Tensor view(void* data, DataType dtype, const Dims& dims, Device device = Device::cpu());
   static Tensor view(void* data, DataType dtype, const Dims& dims, const Dims& strides, Device device);
+  /// A contiguous tensor over memory that `owner` keeps alive (e.g. a memory-mapped file); the tensor
+  /// shares that ownership, so the memory lives as long as any tensor over it.
+  static Tensor view(void* data, DataType dtype, const Dims& dims, std::shared_ptr<const void> owner,
+                     Device device = Device::cpu());
 
   bool defined() const { return buffer_ != nullptr || data_ != nullptr; }
   DataType dtype() const { return dtype_; }

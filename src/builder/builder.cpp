@@ -3,9 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include "builder/tactics.h"
+#include "core/cuda_runtime.h"
 #include "graph/engine_format.h"
 #include "graph/network/network_internal.h"
 #include "graph/serialization.h"
+#include "kernels/libraries.h"
 #include "kiln/logger.h"
 #include "kiln/version.h"
 
@@ -105,11 +107,21 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
   }
   EngineHeader header;
   header.kiln_version = version_string();
-  header.device = options.backend == Backend::kCuda ? "cuda" : "cpu";
+  header.device = "cpu";
+  header.cpu_isa = cpu_isa_name();
+  if (options.backend == Backend::kCuda) {  // engines for a GPU are for that GPU's name and compute capability
+    const cuda::RuntimeInfo rt = cuda::query_runtime();
+    if (rt.gpus.empty()) return unsupported("cannot build a CUDA engine: ", rt.problem);
+    header.device = rt.gpus.front().name;
+    header.compute_capability = str_cat(rt.gpus.front().cc_major, ".", rt.gpus.front().cc_minor);
+    header.cpu_isa.clear();
+  }
   for (auto& f : build_flags()) header.build_flags += (header.build_flags.empty() ? "" : " ") + f;
   header.extra["backend"] = std::string(backend_name(options.backend));
   std::map<std::string, std::string> sections;
-  sections["graph"] = serialize_graph(graph);
+  SerializedGraph parts = serialize_graph_parts(graph);
+  sections["graph"] = std::move(parts.description);
+  sections["weights"] = std::move(parts.weights);
   sections["plan"] = plan.dump();
   return write_engine_container(header, sections);
 }

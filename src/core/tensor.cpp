@@ -1,5 +1,6 @@
 #include "kiln/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -7,6 +8,9 @@ namespace kiln {
 
 Buffer::Buffer(void* data, size_t bytes, Device device, Allocator* owner)
     : data_(data), bytes_(bytes), device_(device), owner_(owner) {}
+
+Buffer::Buffer(void* data, size_t bytes, Device device, std::shared_ptr<const void> keep_alive)
+    : data_(data), bytes_(bytes), device_(device), owner_(nullptr), keep_alive_(std::move(keep_alive)) {}
 
 Buffer::~Buffer() {
   if (owner_ && data_) owner_->deallocate(data_, bytes_);
@@ -62,6 +66,13 @@ Tensor Tensor::view(void* data, DataType dtype, const Dims& dims, const Dims& st
   t.dims_ = dims;
   t.strides_ = strides;
   t.device_ = device;
+  return t;
+}
+
+Tensor Tensor::view(void* data, DataType dtype, const Dims& dims, std::shared_ptr<const void> owner, Device device) {
+  Tensor t = view(data, dtype, dims, contiguous_strides(dims), device);
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(dims.numel(), 0)) * dtype_size(dtype);
+  t.buffer_ = std::make_shared<Buffer>(data, bytes, device, std::move(owner));
   return t;
 }
 

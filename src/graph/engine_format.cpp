@@ -1,5 +1,7 @@
 #include "graph/engine_format.h"
 
+#include <zlib.h>
+
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -8,97 +10,130 @@
 namespace kiln {
 
 namespace {
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'G', '1'};
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'G', '\x1a'};
+constexpr std::string_view kMagicPrefix = "KILNENG";  // format 1 wrote "KILNENG1"
+constexpr std::string_view kRebuild = "; rebuild the engine from the model";
+// Prelude fields.
+constexpr size_t kVersionAt = 8, kHeaderCrcAt = 12, kHeaderBytesAt = 16, kBodyOffsetAt = 24, kBodyBytesAt = 32,
+                 kBodyCrcAt = 40, kCoveredFrom = 16;
 
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
+uint32_t crc32_of(std::string_view s, uint32_t crc = 0) {
+  return static_cast<uint32_t>(crc32_z(crc, reinterpret_cast<const Bytef*>(s.data()), static_cast<z_size_t>(s.size())));
 }
 
-void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+void put_le(char* at, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) at[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+uint64_t get_le(std::string_view s, size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(s[at + i])) << (8 * i);
+  return v;
+}
+uint64_t align_up(uint64_t n) { return (n + kEngineAlignment - 1) / kEngineAlignment * kEngineAlignment; }
 
-bool get_u64(std::string_view in, size_t& pos, uint64_t& v) {
-  if (in.size() < 8 || pos > in.size() - 8) return false;
-  std::memcpy(&v, in.data() + pos, 8);
-  pos += 8;
-  return true;
+Status corrupt(std::string_view what) { return invalid_argument("the engine file is corrupt (", what, ")", kRebuild); }
+Status truncated(uint64_t have, uint64_t need) {
+  return invalid_argument("the engine file is truncated (", have, " bytes where its header promises at least ", need,
+                          ")", kRebuild);
 }
 }  // namespace
 
 std::string write_engine_container(const EngineHeader& header, const std::map<std::string, std::string>& sections) {
   // Written in one buffer sized up front: weights are copied once, not once per step.
-  uint64_t payload_size = 0;
+  uint64_t body_bytes = 0;
   nlohmann::json index = nlohmann::json::object();
-  for (auto& [name, bytes] : sections) {
-    index[name] = {{"offset", payload_size}, {"bytes", bytes.size()}};
-    payload_size += bytes.size();
+  for (const auto& [name, bytes] : sections) {
+    body_bytes = align_up(body_bytes);
+    index[name] = {{"offset", body_bytes}, {"bytes", bytes.size()}};
+    body_bytes += bytes.size();
   }
-  nlohmann::json h = {{"format_version", header.format_version},
-                      {"kiln_version", header.kiln_version},
-                      {"device", header.device},
-                      {"compute_capability", header.compute_capability},
-                      {"build_flags", header.build_flags},
-                      {"extra", header.extra},
-                      {"sections", index}};
+  const nlohmann::json h = {{"kiln_version", header.kiln_version},
+                            {"device", header.device},
+                            {"compute_capability", header.compute_capability},
+                            {"cpu_isa", header.cpu_isa},
+                            {"build_flags", header.build_flags},
+                            {"extra", header.extra},
+                            {"sections", index}};
   const std::string htext = h.dump();
-  std::string out;
-  out.reserve(8 + 8 + htext.size() + 8 + payload_size + 8);
-  out.append(kMagic, 8);
-  put_u64(out, htext.size());
-  out += htext;
-  put_u64(out, payload_size);
-  const size_t payload_at = out.size();
-  for (auto& [name, bytes] : sections) out += bytes;
-  put_u64(out, fnv1a(std::string_view(out).substr(payload_at)));
+  const uint64_t body_offset = align_up(kEnginePreludeBytes + htext.size());
+  std::string out(body_offset + body_bytes, '\0');
+  for (const auto& [name, bytes] : sections)
+    std::memcpy(out.data() + body_offset + index[name]["offset"].get<uint64_t>(), bytes.data(), bytes.size());
+  std::memcpy(out.data(), kMagic, 8);
+  std::memcpy(out.data() + kEnginePreludeBytes, htext.data(), htext.size());
+  put_le(out.data() + kVersionAt, static_cast<uint32_t>(header.format_version), 4);
+  put_le(out.data() + kHeaderBytesAt, htext.size(), 8);
+  put_le(out.data() + kBodyOffsetAt, body_offset, 8);
+  put_le(out.data() + kBodyBytesAt, body_bytes, 8);
+  put_le(out.data() + kBodyCrcAt, crc32_of(std::string_view(out).substr(body_offset)), 4);
+  const std::string_view covered = std::string_view(out).substr(kCoveredFrom, kEnginePreludeBytes - kCoveredFrom);
+  put_le(out.data() + kHeaderCrcAt, crc32_of(htext, crc32_of(covered)), 4);
   return out;
 }
 
-Result<EngineContainer> read_engine_container(std::string_view in) {
-  if (in.size() < 8 || std::memcmp(in.data(), kMagic, 8) != 0)
-    return invalid_argument("not a kiln engine file (wrong magic); build one with `kiln exec --saveEngine`");
-  size_t pos = 8;
-  uint64_t hlen = 0, plen = 0, sum = 0;
-  if (!get_u64(in, pos, hlen) || hlen > in.size() - pos)
-    return invalid_argument("the engine file is truncated (header); rebuild the engine from the model");
-  const auto h = nlohmann::json::parse(in.substr(pos, hlen), nullptr, false);
-  pos += hlen;
-  if (h.is_discarded() || !h.is_object())
-    return invalid_argument("the engine header is corrupt; rebuild the engine from the model");
-  if (!get_u64(in, pos, plen) || plen > in.size() - pos)
-    return invalid_argument("the engine file is truncated (payload); rebuild the engine from the model");
-  const std::string_view payload = in.substr(pos, plen);
-  pos += plen;
-  if (!get_u64(in, pos, sum))
-    return invalid_argument("the engine file is truncated (checksum); rebuild the engine from the model");
-  if (sum != fnv1a(payload))
-    return invalid_argument("the engine file is corrupt (checksum mismatch); rebuild the engine from the model");
-  EngineContainer c;
+bool looks_like_engine(std::string_view first_bytes) { return first_bytes.substr(0, 7) == kMagicPrefix; }
+
+Result<EngineHeader> read_engine_header(std::string_view in) {
+  if (!looks_like_engine(in) || in.size() < 8 || (in[7] != kMagic[7] && in[7] != '1'))
+    return invalid_argument("not a kiln engine file (it does not start with kiln's engine signature)", kRebuild);
+  if (in[7] != '1' && in.size() < kVersionAt + 4) return truncated(in.size(), kEnginePreludeBytes);
+  const uint64_t version = in[7] == '1' ? 1 : get_le(in, kVersionAt, 4);
+  if (version != kEngineFormatVersion)
+    return Status(StatusCode::kVersionMismatch,
+                  str_cat("the engine has format version ", version, " but this kiln reads version ",
+                          kEngineFormatVersion, kRebuild));
+  if (in.size() < kEnginePreludeBytes) return truncated(in.size(), kEnginePreludeBytes);
+  EngineHeader h;
+  h.file_bytes = in.size();
+  h.header_bytes = get_le(in, kHeaderBytesAt, 8);
+  h.body_offset = get_le(in, kBodyOffsetAt, 8);
+  h.body_bytes = get_le(in, kBodyBytesAt, 8);
+  h.body_crc = static_cast<uint32_t>(get_le(in, kBodyCrcAt, 4));
+  if (h.header_bytes > in.size() - kEnginePreludeBytes)
+    return truncated(in.size(), kEnginePreludeBytes + h.header_bytes);
+  const std::string_view htext = in.substr(kEnginePreludeBytes, h.header_bytes);
+  const std::string_view covered = in.substr(kCoveredFrom, kEnginePreludeBytes - kCoveredFrom);
+  if (crc32_of(htext, crc32_of(covered)) != get_le(in, kHeaderCrcAt, 4)) return corrupt("header checksum mismatch");
+  const auto j = nlohmann::json::parse(htext, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return corrupt("the header is not valid JSON");
   try {
-    c.header.format_version = h.at("format_version");
-    c.header.kiln_version = h.at("kiln_version");
-    c.header.device = h.at("device");
-    c.header.compute_capability = h.at("compute_capability");
-    c.header.build_flags = h.at("build_flags");
-    c.header.extra = h.at("extra").get<std::map<std::string, std::string>>();
-    if (c.header.format_version != kEngineFormatVersion)
-      return Status(StatusCode::kVersionMismatch,
-                    str_cat("the engine has format version ", c.header.format_version, " but this kiln reads version ",
-                            kEngineFormatVersion, "; rebuild the engine from the model"));
-    if (c.header.kiln_version != version_string())
-      return Status(
-          StatusCode::kVersionMismatch,
-          str_cat("the engine was built by kiln ", c.header.kiln_version, " and this is kiln ", version_string(),
-                  "; engines are not portable across versions: rebuild the engine from "
-                  "the model"));
-    for (auto& [name, loc] : h.at("sections").items()) {
-      const uint64_t off = loc.at("offset"), n = loc.at("bytes");
-      if (off > payload.size() || n > payload.size() - off)
-        return invalid_argument("engine section '", name, "' runs past the payload; rebuild the engine from the model");
-      c.sections[name] = std::string(payload.substr(off, n));
-    }
+    h.kiln_version = j.at("kiln_version");
+    h.device = j.at("device");
+    h.compute_capability = j.at("compute_capability");
+    h.cpu_isa = j.at("cpu_isa");
+    h.build_flags = j.at("build_flags");
+    h.extra = j.at("extra").get<std::map<std::string, std::string>>();
+    for (const auto& [name, loc] : j.at("sections").items())
+      h.sections[name] = {loc.at("offset").get<uint64_t>(), loc.at("bytes").get<uint64_t>()};
   } catch (const nlohmann::json::exception& e) {
-    return invalid_argument("the engine header is malformed (", e.what(), "); rebuild the engine from the model");
+    return corrupt(str_cat("malformed header: ", e.what()));
+  }
+  if (h.kiln_version != version_string())
+    return Status(StatusCode::kVersionMismatch,
+                  str_cat("the engine was built by kiln ", h.kiln_version, " and this is kiln ", version_string(),
+                          ", and engines are not portable across versions", kRebuild));
+  return h;
+}
+
+Result<EngineContainer> read_engine_container(std::string_view in, const EngineHeaderCheck& check) {
+  EngineContainer c;
+  KILN_ASSIGN_OR_RETURN(c.header, read_engine_header(in));
+  const EngineHeader& h = c.header;
+  if (check) KILN_RETURN_IF_ERROR(check(h));
+  if (h.body_offset % kEngineAlignment != 0 || h.body_offset < kEnginePreludeBytes + h.header_bytes)
+    return corrupt("misplaced body");
+  if (h.body_offset > in.size() || h.body_bytes > in.size() - h.body_offset) {
+    const uint64_t need = h.body_bytes > UINT64_MAX - h.body_offset ? UINT64_MAX : h.body_offset + h.body_bytes;
+    return truncated(in.size(), need);
+  }
+  if (in.size() - h.body_offset != h.body_bytes)
+    return corrupt(str_cat(in.size() - h.body_offset - h.body_bytes, " bytes after the body"));
+  const std::string_view body = in.substr(h.body_offset, h.body_bytes);
+  if (crc32_of(body) != h.body_crc) return corrupt("body checksum mismatch");
+  for (const auto& [name, s] : h.sections) {
+    if (s.offset > body.size() || s.bytes > body.size() - s.offset)
+      return corrupt(str_cat("section '", name, "' runs past the body"));
+    c.sections[name] = body.substr(s.offset, s.bytes);
   }
   return c;
 }

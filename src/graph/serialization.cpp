@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "kiln/strings.h"
@@ -47,7 +48,7 @@ json graph_json(const Graph& graph, std::string& blob) {
   j["constants"] = json::array();
   for (Value* v : graph.values()) {
     if (!v->is_constant()) continue;
-    const size_t offset = blob.size();
+    size_t offset = blob.size();
     if (v->dtype == DataType::kString) {  // the texts, each as a 4-byte little-endian length and its bytes
       for (int64_t i = 0; i < v->constant.numel(); ++i) {
         const std::string_view text = string_at(v->constant, i);
@@ -56,6 +57,8 @@ json graph_json(const Graph& graph, std::string& blob) {
         blob.append(text);
       }
     } else {
+      blob.resize((blob.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment, '\0');
+      offset = blob.size();
       blob.append(static_cast<const char*>(v->constant.raw()), v->constant.nbytes());
     }
     j["constants"].push_back({{"name", v->name},
@@ -104,7 +107,35 @@ Status read_value_desc(const json& in, Value* v) {
   return Status::ok();
 }
 
-Status read_graph(const json& j, std::string_view blob, Graph& graph, int depth) {
+// The element count of `dims`, or -1 when a dim is dynamic or the product overflows (a forged shape whose
+// wrapped count matched the data would otherwise view memory past it).
+int64_t checked_numel(const Dims& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d != 0 && n > std::numeric_limits<int64_t>::max() / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+// The weights a graph's constants read: in place when `owner` keeps `bytes` alive, else copied.
+struct Weights {
+  std::string_view bytes;
+  std::shared_ptr<const void> owner;
+};
+
+Result<Tensor> read_constant(const Weights& weights, uint64_t offset, DataType dtype, const Dims& dims) {
+  const char* at = weights.bytes.data() + offset;
+  if (weights.owner && dims.numel() > 0 && reinterpret_cast<uintptr_t>(at) % kWeightAlignment == 0)
+    // Read-only memory when mapped from a file: kernels never write their inputs.
+    return Tensor::view(const_cast<char*>(at), dtype, dims, weights.owner);
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
+  if (t.nbytes() > 0) std::memcpy(t.raw(), at, t.nbytes());
+  return t;
+}
+
+Status read_graph(const json& j, const Weights& weights, Graph& graph, int depth) {
+  const std::string_view blob = weights.bytes;
   if (depth > 64) return invalid_argument("subgraphs nest too deeply");
   for (const json& in : j.at("inputs")) {
     KILN_ASSIGN_OR_RETURN(Dims dims, read_dims(in.at("dims")));
@@ -130,18 +161,17 @@ Status read_graph(const json& j, std::string_view blob, Graph& graph, int depth)
       return invalid_argument("constant '", c.at("name").get<std::string>(), "' runs past the end of the data");
     // The blob bounds the allocation: a header may claim any shape.
     const uint64_t per_element = dtype == DataType::kString ? 4 : dtype_size(dtype);
-    if (dims.numel() < 0 || static_cast<uint64_t>(dims.numel()) > size / std::max<uint64_t>(per_element, 1) ||
-        (dtype != DataType::kString && static_cast<uint64_t>(dims.numel()) * per_element != size))
+    const int64_t numel = checked_numel(dims);
+    if (numel < 0 || static_cast<uint64_t>(numel) > size / std::max<uint64_t>(per_element, 1) ||
+        (dtype != DataType::kString && static_cast<uint64_t>(numel) * per_element != size))
       return invalid_argument("constant '", c.at("name").get<std::string>(), "' has the wrong size");
-    KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
     if (dtype == DataType::kString) {
-      KILN_RETURN_IF_ERROR(read_strings(std::string_view(blob).substr(offset, size), t, c.at("name")));
+      KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
+      KILN_RETURN_IF_ERROR(read_strings(blob.substr(offset, size), t, c.at("name")));
       KILN_RETURN_IF_ERROR(graph.add_constant(c.at("name"), std::move(t)).status());
       continue;
     }
-    if (t.nbytes() != size)
-      return invalid_argument("constant '", c.at("name").get<std::string>(), "' has the wrong size");
-    std::memcpy(t.raw(), blob.data() + offset, size);
+    KILN_ASSIGN_OR_RETURN(Tensor t, read_constant(weights, offset, dtype, dims));
     KILN_RETURN_IF_ERROR(graph.add_constant(c.at("name"), std::move(t)).status());
   }
   for (const json& n : j.at("nodes")) {
@@ -165,7 +195,7 @@ Status read_graph(const json& j, std::string_view blob, Graph& graph, int depth)
     if (n.contains("subgraphs"))
       for (const json& sub : n.at("subgraphs")) {
         Subgraph sg{sub.at("name"), std::make_unique<Graph>()};
-        Status s = read_graph(sub.at("graph"), blob, *sg.graph, depth + 1);
+        Status s = read_graph(sub.at("graph"), weights, *sg.graph, depth + 1);
         if (!s.is_ok()) return std::move(s).with_prefix(str_cat(n.at("name").get<std::string>(), "/", sg.name));
         subgraphs.push_back(std::move(sg));
       }
@@ -182,14 +212,40 @@ Status read_graph(const json& j, std::string_view blob, Graph& graph, int depth)
 
 }  // namespace
 
+SerializedGraph serialize_graph_parts(const Graph& graph) {
+  SerializedGraph out;
+  out.description = graph_json(graph, out.weights).dump();
+  return out;
+}
+
+Result<std::unique_ptr<Graph>> deserialize_graph(std::string_view description, std::string_view weights,
+                                                 std::shared_ptr<const void> weights_owner) {
+  const json j = json::parse(description, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return invalid_argument("graph description is not valid JSON");
+  Weights w{weights, std::move(weights_owner)};
+  if (!w.owner && !weights.empty()) {  // one aligned copy that every constant then views
+    KILN_ASSIGN_OR_RETURN(Tensor copy, Tensor::empty(DataType::kUInt8, Dims{static_cast<int64_t>(weights.size())},
+                                                     cpu_allocator(), "engine weights"));
+    std::memcpy(copy.raw(), weights.data(), weights.size());
+    w.bytes = std::string_view(static_cast<const char*>(copy.raw()), weights.size());
+    w.owner = std::make_shared<const Tensor>(std::move(copy));
+  }
+  auto graph = std::make_unique<Graph>();
+  try {
+    KILN_RETURN_IF_ERROR(read_graph(j, w, *graph, 0));
+  } catch (const json::exception& e) {
+    return invalid_argument("graph description is malformed: ", e.what());
+  }
+  return graph;
+}
+
 std::string serialize_graph(const Graph& graph) {
-  std::string blob;
-  const std::string text = graph_json(graph, blob).dump();
+  const SerializedGraph parts = serialize_graph_parts(graph);
   std::string out;
-  const uint64_t len = text.size();
+  const uint64_t len = parts.description.size();
   out.append(reinterpret_cast<const char*>(&len), 8);
-  out += text;
-  out += blob;
+  out += parts.description;
+  out += parts.weights;
   return out;
 }
 
@@ -198,15 +254,7 @@ Result<std::unique_ptr<Graph>> deserialize_graph(std::string_view bytes) {
   uint64_t len = 0;
   std::memcpy(&len, bytes.data(), 8);
   if (len > bytes.size() - 8) return invalid_argument("graph data is truncated (description runs past the end)");
-  const json j = json::parse(bytes.substr(8, len), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return invalid_argument("graph description is not valid JSON");
-  auto graph = std::make_unique<Graph>();
-  try {
-    KILN_RETURN_IF_ERROR(read_graph(j, bytes.substr(8 + len), *graph, 0));
-  } catch (const json::exception& e) {
-    return invalid_argument("graph description is malformed: ", e.what());
-  }
-  return graph;
+  return deserialize_graph(bytes.substr(8, len), bytes.substr(8 + len), nullptr);
 }
 
 }  // namespace kiln

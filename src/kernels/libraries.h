@@ -1,6 +1,7 @@
 #pragma once
 // Versions of the libraries the kernels use (oneDNN, cuDNN, cuBLAS), for `kiln doctor` and engine headers.
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln {
@@ -12,5 +13,12 @@ struct LibraryVersion {
 };
 
 std::vector<LibraryVersion> kernel_libraries();
+
+/// The CPU instruction set the CPU kernels use here, as oneDNN names it ("avx2", "avx512_core_bf16"); it
+/// follows oneDNN's ONEDNN_MAX_CPU_ISA limit. Engines record it: blocked layouts and timings depend on it.
+std::string cpu_isa_name();
+/// Empty when this CPU has every instruction of `isa` (a name cpu_isa_name gave on some machine),
+/// otherwise why not, naming both ISAs.
+std::string cpu_isa_mismatch(std::string_view isa);
 
 }  // namespace kiln

@@ -5,7 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/serialization.h"
+#include "core/mapped_file.h"
+#include "runtime/engine_file.h"
 
 namespace kiln {
 
@@ -107,16 +108,13 @@ Result<GraphPlan> read_plan(const nlohmann::json& json, const Graph& graph, int 
 
 }  // namespace
 
-Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_view bytes) {
-  KILN_ASSIGN_OR_RETURN(EngineContainer c, read_engine_container(bytes));
+Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_view bytes,
+                                                                  std::shared_ptr<const void> storage) {
+  KILN_ASSIGN_OR_RETURN(EngineFileContents c, read_engine_file(bytes, std::move(storage)));
   auto engine = std::shared_ptr<EngineImpl>(new EngineImpl);
-  engine->header_ = c.header;
-  if (!c.sections.count("graph") || !c.sections.count("plan"))
-    return invalid_argument("the engine lacks its graph or plan section; rebuild the engine from the model");
-  auto graph = deserialize_graph(c.sections["graph"]);
-  if (!graph) return graph.take_status().with_prefix("engine graph");
-  engine->graph_ = std::move(*graph);
-  const auto plan = nlohmann::json::parse(c.sections["plan"], nullptr, false);
+  engine->header_ = std::move(c.header);
+  engine->graph_ = std::move(c.graph);
+  const auto plan = nlohmann::json::parse(c.plan, nullptr, false);
   if (plan.is_discarded() || !plan.is_array())
     return invalid_argument("the engine plan is corrupt; rebuild the engine from the model");
   try {
@@ -125,6 +123,11 @@ Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_vi
     return invalid_argument("the engine plan is malformed (", e.what(), "); rebuild the engine from the model");
   }
   return std::shared_ptr<const EngineImpl>(engine);
+}
+
+Result<std::shared_ptr<const EngineImpl>> EngineImpl::load_file(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MappedFile::open(path, "engine"));
+  return deserialize(file->bytes(), file);
 }
 
 std::vector<std::string> EngineImpl::input_names() const {

@@ -78,8 +78,12 @@ class Scope {
 class EngineImpl : public std::enable_shared_from_this<EngineImpl> {
  public:
   /// Reads a serialized engine; a corrupt file, another format version or a kernel this kiln lacks
-  /// is an error that says to rebuild the engine.
-  static Result<std::shared_ptr<const EngineImpl>> deserialize(std::string_view bytes);
+  /// is an error that says to rebuild the engine. `storage`, when given, keeps `bytes` alive and the
+  /// constants use them in place; otherwise the weights are copied once.
+  static Result<std::shared_ptr<const EngineImpl>> deserialize(std::string_view bytes,
+                                                               std::shared_ptr<const void> storage = nullptr);
+  /// Maps an engine file read-only and reads it; constants are used in place in the mapping.
+  static Result<std::shared_ptr<const EngineImpl>> load_file(const std::string& path);
 
   const Graph& graph() const { return *graph_; }
   const EngineHeader& header() const { return header_; }
