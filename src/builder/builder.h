@@ -15,6 +15,12 @@ struct BuildOptions {
   Backend backend = Backend::kCpu;
   /// Run nodes the backend rejects on the reference kernels instead of failing (logged as a warning).
   bool reference_fallback = true;
+  // From the public BuilderConfig (include/kiln/builder.h), for tactic timing and memory planning;
+  // this builder does not read them yet.
+  uint64_t workspace_limit = 0;   ///< bytes of scratch memory one layer may use; 0: no limit
+  int optimization_level = 3;     ///< 0: the first accepted tactic ... 5: time the most tactics
+  std::string timing_cache_path;  ///< a timing cache file to read and update; empty: none
+  int threads = 0;                ///< threads the build may use; 0: one per core
 };
 
 struct BuildReport {
