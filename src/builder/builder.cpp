@@ -7,6 +7,7 @@
 #include "graph/engine_format.h"
 #include "graph/network/network_internal.h"
 #include "graph/serialization.h"
+#include "kernels/cpu/threads.h"
 #include "kernels/libraries.h"
 #include "kiln/logger.h"
 #include "kiln/version.h"
@@ -87,6 +88,9 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
   std::vector<std::string> failures;
   if (options.optimization_level < 0 || options.optimization_level > 5)
     return invalid_argument("the optimization level must be 0 to 5, not ", options.optimization_level);
+  if (options.threads < 0)
+    return invalid_argument("the thread count must be 0 (as set) or more, not ", options.threads);
+  if (options.threads > 0) set_cpu_threads(options.threads);
   TimingCache cache(timing_device(options.backend));
   if (!options.timing_cache_path.empty()) KILN_RETURN_IF_ERROR(cache.load(options.timing_cache_path, rep.warnings));
   TacticSearch search;
@@ -117,6 +121,7 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
     header.cpu_isa.clear();
   }
   for (auto& f : build_flags()) header.build_flags += (header.build_flags.empty() ? "" : " ") + f;
+  header.extra = options.header_extra;
   header.extra["backend"] = std::string(backend_name(options.backend));
   std::map<std::string, std::string> sections;
   SerializedGraph parts = serialize_graph_parts(graph);

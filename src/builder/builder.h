@@ -2,6 +2,7 @@
 // The builder: graph -> serialized engine. It picks, per node, the implementation that will run it
 // and tactic (timed among every accepting one, or the first at optimization level 0; the reference kernel
 // is the stated fallback). Passes plug in here.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,12 @@ struct BuildOptions {
   int optimization_level = 3;
   /// A timing cache file read before and written after timing (empty: none).
   std::string timing_cache_path;
+  /// Bytes of scratch memory one layer may use (0: no limit); kernels needing more are not chosen.
+  uint64_t workspace_limit = 0;
+  /// CPU threads for timing and running (0: leave the process setting as it is).
+  int threads = 0;
+  /// Entries added to the engine header's `extra` map (the public API's optimization profiles, verbosity).
+  std::map<std::string, std::string> header_extra;
 };
 
 struct BuildReport {

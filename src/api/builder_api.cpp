@@ -1,0 +1,246 @@
+// The public builder API (include/kiln/builder.h) over the builder and the ONNX importer.
+#include <optional>
+
+#include "builder/builder.h"
+#include "graph/engine_format.h"
+#include "graph/network/network_internal.h"
+#include "kiln/builder.h"
+#include "kiln/logger.h"
+#include "onnx/importer.h"
+#include "runtime/api_profiles.h"
+
+namespace kiln {
+
+// ---- NetworkDefinition ----
+
+struct NetworkDefinition::State {
+  std::optional<Network> network;   // made with the layer API
+  std::unique_ptr<Graph> imported;  // or read by OnnxParser
+
+  const Graph& graph() const { return network ? network_graph(*network) : *imported; }
+};
+
+NetworkDefinition::NetworkDefinition() : state_(std::make_unique<State>()) { state_->network.emplace(); }
+NetworkDefinition::NetworkDefinition(Network network) : state_(std::make_unique<State>()) {
+  state_->network.emplace(std::move(network));
+}
+NetworkDefinition::NetworkDefinition(std::unique_ptr<State> state) : state_(std::move(state)) {}
+NetworkDefinition::~NetworkDefinition() = default;
+NetworkDefinition::NetworkDefinition(NetworkDefinition&&) noexcept = default;
+NetworkDefinition& NetworkDefinition::operator=(NetworkDefinition&&) noexcept = default;
+
+Network* NetworkDefinition::network() { return state_ && state_->network ? &*state_->network : nullptr; }
+const Network* NetworkDefinition::network() const { return state_ && state_->network ? &*state_->network : nullptr; }
+
+namespace {
+
+std::string value_names(const std::vector<Value*>& values) {
+  std::string s;
+  for (const Value* v : values) s += (s.empty() ? "" : ", ") + v->name;
+  return s.empty() ? "none" : s;
+}
+
+Result<const Value*> find_io(const Graph& g, const std::string& name) {
+  for (const Value* v : g.inputs())
+    if (v->name == name) return v;
+  for (const Value* v : g.outputs())
+    if (v->name == name) return v;
+  return invalid_argument("the network has no input or output '", name, "' (inputs: ", value_names(g.inputs()),
+                          "; outputs: ", value_names(g.outputs()), ")");
+}
+
+}  // namespace
+
+std::vector<std::string> NetworkDefinition::input_names() const {
+  std::vector<std::string> out;
+  for (const Value* v : state_->graph().inputs()) out.push_back(v->name);
+  return out;
+}
+
+std::vector<std::string> NetworkDefinition::output_names() const {
+  std::vector<std::string> out;
+  for (const Value* v : state_->graph().outputs()) out.push_back(v->name);
+  return out;
+}
+
+Result<DataType> NetworkDefinition::tensor_dtype(const std::string& name) const {
+  KILN_ASSIGN_OR_RETURN(const Value* v, find_io(state_->graph(), name));
+  return v->dtype;
+}
+
+Result<Dims> NetworkDefinition::tensor_shape(const std::string& name) const {
+  KILN_ASSIGN_OR_RETURN(const Value* v, find_io(state_->graph(), name));
+  return v->dims;
+}
+
+int NetworkDefinition::num_layers() const { return static_cast<int>(state_->graph().nodes().size()); }
+
+std::string NetworkDefinition::to_text() const { return state_->graph().to_text(); }
+
+// ---- OnnxParser ----
+
+Status OnnxParser::set_input_shape(const std::string& input, const Dims& dims) {
+  if (input.empty()) return invalid_argument("OnnxParser::set_input_shape: the input name is empty");
+  if (!dims.is_static())
+    return invalid_argument("OnnxParser::set_input_shape: shape ", dims.to_string(), " for input '", input,
+                            "' has an unknown dim; give every dim's size");
+  input_shapes_[input] = dims;
+  return Status::ok();
+}
+
+Result<NetworkDefinition> OnnxParser::parse_from_file(const std::string& path) {
+  onnx_import::ImportOptions options;
+  options.input_dims = input_shapes_;
+  options.external_data_root = external_data_root_;
+  options.memory_budget = memory_budget_;
+  warnings_.clear();
+  KILN_ASSIGN_OR_RETURN(onnx_import::ImportedModel model, onnx_import::import_file(path, options));
+  for (const std::string& w : model.warnings) log_warning(path, ": ", w);
+  warnings_ = std::move(model.warnings);
+  auto state = std::make_unique<NetworkDefinition::State>();
+  state->imported = std::move(model.graph);
+  return NetworkDefinition(std::move(state));
+}
+
+Result<NetworkDefinition> OnnxParser::parse(const std::string& bytes, const std::string& base_dir,
+                                            const std::string& source) {
+  onnx_import::ImportOptions options;
+  options.input_dims = input_shapes_;
+  options.external_data_root = external_data_root_;
+  options.memory_budget = memory_budget_;
+  warnings_.clear();
+  KILN_ASSIGN_OR_RETURN(onnx_import::ImportedModel model, onnx_import::import_bytes(bytes, base_dir, source, options));
+  for (const std::string& w : model.warnings) log_warning(source, ": ", w);
+  warnings_ = std::move(model.warnings);
+  auto state = std::make_unique<NetworkDefinition::State>();
+  state->imported = std::move(model.graph);
+  return NetworkDefinition(std::move(state));
+}
+
+// ---- BuilderConfig ----
+
+void BuilderConfig::set_flag(BuilderFlag flag, bool on) {
+  if (on)
+    flags_ |= static_cast<uint32_t>(flag);
+  else
+    flags_ &= ~static_cast<uint32_t>(flag);
+}
+
+void BuilderConfig::set_memory_pool_limit(MemoryPoolType pool, uint64_t bytes) {
+  if (pool == MemoryPoolType::kWorkspace) workspace_limit_ = bytes;
+}
+
+uint64_t BuilderConfig::memory_pool_limit(MemoryPoolType pool) const {
+  return pool == MemoryPoolType::kWorkspace ? workspace_limit_ : 0;
+}
+
+Status BuilderConfig::set_profile_shapes(const std::string& input, const Dims& min, const Dims& opt, const Dims& max) {
+  const std::string what = str_cat("optimization profile of '", input, "' (min ", min.to_string(), ", opt ",
+                                   opt.to_string(), ", max ", max.to_string(), ")");
+  if (input.empty()) return invalid_argument("set_profile_shapes: the input name is empty");
+  if (min.rank() != opt.rank() || opt.rank() != max.rank())
+    return invalid_argument(what, ": min, opt and max must have the same rank (", min.rank(), ", ", opt.rank(), ", ",
+                            max.rank(), ")");
+  for (int i = 0; i < min.rank(); ++i) {
+    if (min[i] < 0 || opt[i] < 0 || max[i] < 0)
+      return invalid_argument(what, ": dim ", i, " is unknown; give every dim's size");
+    if (min[i] > opt[i] || opt[i] > max[i])
+      return invalid_argument(what, ": dim ", i, " must satisfy min <= opt <= max but is ", min[i], ", ", opt[i], ", ",
+                              max[i]);
+  }
+  profiles_[input] = ShapeRange{min, opt, max};
+  return Status::ok();
+}
+
+Status BuilderConfig::set_optimization_level(int level) {
+  if (level < 0 || level > 5)
+    return invalid_argument("set_optimization_level: ", level, " is not in 0..5 (0 builds fastest, 5 times the most)");
+  optimization_level_ = level;
+  return Status::ok();
+}
+
+Status BuilderConfig::set_threads(int threads) {
+  if (threads < 0) return invalid_argument("set_threads: ", threads, " is negative (0 means one per core)");
+  threads_ = threads;
+  return Status::ok();
+}
+
+// ---- Builder ----
+
+namespace {
+
+// Every profile names a tensor input and fits its rank and static dims.
+Status check_profiles(const Graph& g, const BuilderConfig& config) {
+  for (const auto& [name, range] : config.profile_shapes()) {
+    const Value* in = nullptr;
+    for (const Value* v : g.inputs())
+      if (v->name == name) in = v;
+    if (!in)
+      return invalid_argument("BuilderConfig: the optimization profile names '", name,
+                              "', which is not an input of the network (inputs: ", value_names(g.inputs()), ")");
+    if (in->kind != ValueKind::kTensor)
+      return invalid_argument("BuilderConfig: input '", name, "' is a ", value_kind_name(in->kind),
+                              "; optimization profiles are for tensor inputs");
+    if (range.min.rank() != in->dims.rank())
+      return invalid_argument("BuilderConfig: the optimization profile of '", name, "' has rank ", range.min.rank(),
+                              " but the input has shape ", in->dims.to_string(), " (rank ", in->dims.rank(), ")");
+    for (int i = 0; i < in->dims.rank(); ++i)
+      if (in->dims[i] >= 0 && (range.min[i] != in->dims[i] || range.max[i] != in->dims[i]))
+        return invalid_argument("BuilderConfig: the optimization profile of '", name, "' gives dim ", i, " the range [",
+                                range.min[i], ", ", range.max[i], "] but the input fixes it to ", in->dims[i],
+                                " (shape ", in->dims.to_string(), ")");
+  }
+  return Status::ok();
+}
+
+bool has_float_output(const Node& n) {
+  for (const Value* v : n.outputs)
+    if (v && is_floating(v->dtype)) return true;
+  return false;
+}
+
+// The builder has no reduced-precision kernels yet: every layer a flag would concern stays in FP32.
+void log_precision_fallbacks(const Graph& g, const BuilderConfig& config) {
+  const std::pair<BuilderFlag, const char*> flags[] = {
+      {BuilderFlag::kFp16, "FP16"}, {BuilderFlag::kBf16, "BF16"}, {BuilderFlag::kTf32, "TF32"}};
+  for (const auto& [flag, name] : flags) {
+    if (!config.flag(flag)) continue;
+    int count = 0;
+    for (const Node* n : g.nodes()) {
+      if (!has_float_output(*n)) continue;
+      ++count;
+      log_verbose("builder: layer '", n->name, "' (", n->op(), ") runs in FP32: it has no ", name, " kernel");
+    }
+    if (count > 0)
+      log_info("builder: ", name, " requested; ", count, " layers run in FP32 (no ", name, " kernels yet)");
+  }
+}
+
+Result<std::string> build(const Graph& g, const BuilderConfig& config) {
+  KILN_RETURN_IF_ERROR(check_profiles(g, config));
+  log_precision_fallbacks(g, config);
+  BuildOptions options;
+  options.workspace_limit = config.memory_pool_limit(MemoryPoolType::kWorkspace);
+  options.optimization_level = config.optimization_level();
+  options.timing_cache_path = config.timing_cache_path();
+  options.threads = config.threads();
+  // The profiles and the verbosity travel in the engine header, where the runtime API reads them.
+  if (!config.profile_shapes().empty())
+    options.header_extra[kProfilesHeaderKey] =
+        profiles_to_json(ShapeRanges(config.profile_shapes().begin(), config.profile_shapes().end()));
+  options.header_extra[kVerbosityHeaderKey] = std::string(verbosity_name(config.profiling_verbosity()));
+  return build_engine(g, options);
+}
+
+}  // namespace
+
+Result<std::string> Builder::build_serialized(const NetworkDefinition& network, const BuilderConfig& config) const {
+  if (!network.state_) return invalid_argument("build_serialized: the network definition was moved from");
+  return build(network.state_->graph(), config);
+}
+
+Result<std::string> Builder::build_serialized(const Network& network, const BuilderConfig& config) const {
+  return build(network_graph(network), config);
+}
+
+}  // namespace kiln
