@@ -95,7 +95,8 @@ class TempFiles {
     const std::string path = (std::filesystem::temp_directory_path() /
                               str_cat("kiln_engine_file_test_", ::getpid(), "_", paths_.size(), ".kengine"))
                                  .string();
-    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     paths_.push_back(path);
     return path;
   }
@@ -280,7 +281,8 @@ TEST(EngineFile, OtherCpuIsaIsRefusedNamingBoth) {
   ASSERT_FALSE(cpu_isa_mismatch(lacking).empty());
   expect_refused(rewrap([&](EngineHeader& h) { h.cpu_isa = lacking; }),
                  str_cat("built for CPU ISA ", lacking, " and this CPU has ", cpu_isa_name()));
-  expect_refused(rewrap([](EngineHeader& h) { h.cpu_isa = "avx99"; }), "CPU ISA 'avx99', which this kiln does not know");
+  expect_refused(rewrap([](EngineHeader& h) { h.cpu_isa = "avx99"; }),
+                 "CPU ISA 'avx99', which this kiln does not know");
   // An ISA this CPU includes is accepted (sse41 is below every x86 ISA oneDNN runs).
   auto ok = EngineImpl::deserialize(rewrap([](EngineHeader& h) { h.cpu_isa = "sse41"; }));
   EXPECT_TRUE(ok.is_ok()) << ok.status().to_string();
