@@ -1,5 +1,5 @@
 # kiln: `make run` installs what is missing, builds and runs the main job (doctor, then exec); `make test` also runs every test.
-.PHONY: deps build run bench test test-sanitize conformance fuzz fuzz-smoke format format-check tidy ops-doc clean
+.PHONY: deps build run bench test test-sanitize test-tsan conformance fuzz fuzz-smoke format format-check tidy ops-doc clean
 
 PRESET ?= release
 JOBS ?= $(shell nproc)
@@ -25,12 +25,20 @@ bench: build
 test: build format-check tidy
 	@ctest --preset $(PRESET) -j $(JOBS)
 	@$(MAKE) --no-print-directory test-sanitize
+	@$(MAKE) --no-print-directory test-tsan
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 test-sanitize: deps
 	@cmake --preset sanitize >/dev/null
 	@cmake --build --preset sanitize -j $(JOBS)
 	@ctest --preset sanitize -j $(JOBS)
+
+# ThreadSanitizer on the tests that run many execution contexts of one engine on many threads. OpenMP is off
+# in them (OMP_NUM_THREADS=1): libgomp is not instrumented, so its barriers would read as races.
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS)
+	@ctest --preset tsan -j $(JOBS)
 
 # The ONNX backend test suite: writes docs/onnx-conformance.md, fails below tests/onnx/floor.txt.
 conformance: build

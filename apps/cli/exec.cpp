@@ -65,6 +65,35 @@ nlohmann::json tensor_json(const std::string& name, const Tensor& t) {
   return {{"name", name}, {"dtype", dtype_name(t.dtype())}, {"dimensions", t.dims().to_vector()}, {"values", values}};
 }
 
+// trtexec's --memPoolSize: "workspace:SIZE", SIZE in MiB or with a suffix B, K, M or G.
+Result<uint64_t> workspace_limit(const std::string& spec) {
+  const auto bad = [&] {
+    return invalid_argument("--memPoolSize '", spec, "': give workspace:SIZE, e.g. workspace:64M (K, M, G or B)");
+  };
+  constexpr std::string_view kPrefix = "workspace:";
+  if (spec.rfind(kPrefix, 0) != 0) return bad();
+  const std::string size = spec.substr(kPrefix.size());
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(size, &used);
+  } catch (const std::exception&) {
+    return bad();
+  }
+  const std::string unit = size.substr(used);
+  double scale = 1 << 20;
+  if (unit == "B")
+    scale = 1;
+  else if (unit == "K")
+    scale = 1 << 10;
+  else if (unit == "G")
+    scale = 1 << 30;
+  else if (!unit.empty() && unit != "M")
+    return bad();
+  if (!(value >= 0) || value * scale > 1e18) return bad();
+  return static_cast<uint64_t>(value * scale);
+}
+
 }  // namespace
 
 int run_exec(const ExecOptions& opt) {
@@ -91,6 +120,11 @@ int run_exec(const ExecOptions& opt) {
     BuildOptions build_opt;
     build_opt.optimization_level = opt.optimization_level;
     build_opt.timing_cache_path = opt.timing_cache;
+    if (!opt.mem_pool_size.empty()) {
+      auto limit = workspace_limit(opt.mem_pool_size);
+      if (!limit) return fail(limit.status());
+      build_opt.workspace_limit = *limit;
+    }
     // Kernels are timed with the thread count they will run with.
     if (opt.threads > 0) set_cpu_threads(opt.threads);
     auto built = build_engine(*model->graph, build_opt, &report);

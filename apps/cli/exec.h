@@ -19,6 +19,7 @@ struct ExecOptions {
   int threads = 0;  ///< CPU threads (0: OpenMP's default)
   int optimization_level = 3;
   std::string timing_cache;
+  std::string mem_pool_size;  ///< "workspace:64M" (trtexec's --memPoolSize; MiB without a suffix)
   bool dump_profile = false;
   std::string export_profile, export_layer_info;
   std::string external_data_root;

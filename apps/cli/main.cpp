@@ -58,6 +58,8 @@ int run(int argc, char** argv) {
   exec->add_option("--builderOptimizationLevel", exec_opt.optimization_level,
                    "0: first accepting kernel per layer; 1-5: time every kernel and tactic (default 3)");
   exec->add_option("--timingCacheFile", exec_opt.timing_cache, "read and update kernel timings in this file");
+  exec->add_option("--memPoolSize", exec_opt.mem_pool_size,
+                   "workspace:SIZE: scratch memory one layer may use (MiB, or a suffix B, K, M, G)");
   exec->add_flag("--dumpProfile", exec_opt.dump_profile, "time every layer over extra runs and print the table");
   exec->add_option("--exportProfile", exec_opt.export_profile, "write the per-layer times here (JSON)");
   exec->add_option("--exportLayerInfo", exec_opt.export_layer_info,

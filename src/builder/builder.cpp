@@ -97,6 +97,7 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
   search.backend = options.backend;
   search.level = options.optimization_level;
   search.cache = &cache;
+  search.workspace_limit = options.workspace_limit;
   KILN_ASSIGN_OR_RETURN(nlohmann::json plan, plan_graph(graph, options, search, rep, failures, ""));
   rep.timed = search.timed;
   rep.cached = search.cached;

@@ -20,7 +20,8 @@ struct BuildOptions {
   int optimization_level = 3;
   /// A timing cache file read before and written after timing (empty: none).
   std::string timing_cache_path;
-  /// Bytes of scratch memory one layer may use (0: no limit); kernels needing more are not chosen.
+  /// Bytes of scratch memory one layer may use (0: no limit); kernels needing more are not chosen (checked
+  /// on the candidates the builder runs: problems with static shapes).
   uint64_t workspace_limit = 0;
   /// CPU threads for timing and running (0: leave the process setting as it is).
   int threads = 0;

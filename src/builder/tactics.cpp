@@ -60,8 +60,13 @@ Result<std::vector<Tensor>> timing_inputs(const OpCall& call) {
 }
 
 // Median time of one candidate; an error when it cannot be created or run on these inputs.
-Result<double> time_candidate(const OpCall& call, const KernelImpl& impl, const std::vector<Tensor>& inputs,
-                              int level) {
+struct Timing {
+  double ms = 0;
+  size_t workspace = 0;
+};
+
+Result<Timing> time_candidate(const OpCall& call, const KernelImpl& impl, const std::vector<Tensor>& inputs, int level,
+                              uint64_t workspace_limit) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, impl.create(call));
   std::vector<Tensor> dst;
   for (const TensorDesc& d : call.outputs) {
@@ -77,12 +82,17 @@ Result<double> time_candidate(const OpCall& call, const KernelImpl& impl, const 
     const auto t0 = Clock::now();
     KILN_RETURN_IF_ERROR(kernel->run(ctx));
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (run < 0) continue;  // the first run warms up (primitive creation, weight reorders)
+    if (run < 0) {  // the first run warms up (primitive creation, weight reorders) and tells the workspace
+      if (workspace_limit > 0 && kernel->workspace_bytes() > workspace_limit)
+        return Status(StatusCode::kOutOfMemory, str_cat("needs ", kernel->workspace_bytes(),
+                                                        " bytes of workspace, over the limit of ", workspace_limit));
+      continue;
+    }
     times.push_back(ms);
     total += ms;
   }
   std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return Timing{times[times.size() / 2], kernel->workspace_bytes()};
 }
 
 std::string candidate_name(const KernelImpl& impl, const std::string& tactic) {
@@ -128,9 +138,12 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
   if (candidates.empty())
     return unsupported("no ", backend_name(search.backend), " kernel accepts ", call.schema->name, " ",
                        call.to_string(), reasons.empty() ? " (none registered)" : ":" + reasons);
-  if (search.level == 0 || candidates.size() == 1) return candidates.front();
+  const bool check_workspace = search.workspace_limit > 0;
+  if ((search.level == 0 && !check_workspace) || (candidates.size() == 1 && !check_workspace))
+    return candidates.front();
   if (const std::string why = untimeable(call, search.backend); !why.empty()) {
-    log.push_back(str_cat("not timed (", why, "): the first accepted candidate runs"));
+    log.push_back(str_cat("not timed (", why, "): the first accepted candidate runs",
+                          check_workspace ? " (its workspace is not checked)" : ""));
     return candidates.front();
   }
   const std::string device = timing_device(search.backend);
@@ -140,7 +153,15 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
     OpCall with_tactic = call;
     with_tactic.tactic = c.tactic;
     const std::string key = timing_key(call, *c.impl, c.tactic, device);
-    if (auto hit = search.cache ? search.cache->find(key) : std::nullopt) {
+    const std::string workspace_key = key + ".workspace";
+    auto hit = search.cache ? search.cache->find(key) : std::nullopt;
+    auto hit_workspace = search.cache ? search.cache->find(workspace_key) : std::nullopt;
+    if (hit && (!check_workspace || hit_workspace)) {
+      if (check_workspace && *hit_workspace > static_cast<double>(search.workspace_limit)) {
+        log.push_back(str_cat(candidate_name(*c.impl, c.tactic), " needs ", *hit_workspace,
+                              " bytes of workspace, over the limit (timing cache)"));
+        continue;
+      }
       c.ms = *hit;
       ++search.cached;
       log.push_back(str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms (timing cache)"));
@@ -151,19 +172,28 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
         inputs = std::move(*made);
       }
       const auto t0 = Clock::now();
-      auto ms = time_candidate(with_tactic, *c.impl, inputs, search.level);
+      auto timing = time_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit);
       search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-      if (!ms) {
-        log.push_back(str_cat(candidate_name(*c.impl, c.tactic), " fails on random inputs: ", ms.status().message()));
+      if (!timing) {
+        log.push_back(str_cat(candidate_name(*c.impl, c.tactic), " is not chosen: ", timing.status().message()));
         continue;
       }
-      c.ms = *ms;
+      c.ms = timing->ms;
       ++search.timed;
-      if (search.cache) search.cache->put(key, c.ms);
-      log.push_back(str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms"));
+      if (search.cache) {
+        search.cache->put(key, c.ms);
+        search.cache->put(workspace_key, static_cast<double>(timing->workspace));
+      }
+      log.push_back(
+          str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms, workspace ", timing->workspace, " bytes"));
     }
+    if (search.level == 0) return c;  // with a workspace limit: the first candidate that fits
     if (!best || c.ms < best->ms) best = &c;
   }
+  if (!best && check_workspace)
+    return Status(StatusCode::kOutOfMemory,
+                  str_cat("no ", backend_name(search.backend), " kernel for ", call.schema->name,
+                          " fits the workspace limit of ", search.workspace_limit, " bytes; raise the limit"));
   if (!best) {
     log.push_back("no candidate ran on random inputs: the first accepted one runs");
     return candidates.front();

@@ -20,8 +20,11 @@ struct TacticSearch {
   Backend backend = Backend::kCpu;
   int level = 3;                 ///< 0: the first accepted candidate; 1-5: time them, longer at higher levels
   TimingCache* cache = nullptr;  ///< times to reuse and to add to (may be null)
-  int timed = 0, cached = 0;     ///< candidates measured and read from the cache so far
-  double timing_ms = 0;          ///< time spent measuring
+  /// Candidates whose workspace (Kernel::workspace_bytes) exceeds this are not chosen; 0: no limit. At
+  /// level 0 the first candidate that fits is chosen.
+  uint64_t workspace_limit = 0;
+  int timed = 0, cached = 0;  ///< candidates measured and read from the cache so far
+  double timing_ms = 0;       ///< time spent measuring
 };
 
 /// The candidate to run `call` with; an error lists why every implementation rejected it.

@@ -59,6 +59,9 @@ class Kernel {
   virtual Status run(KernelContext& ctx) = 0;
   /// What actually runs, once it has run (e.g. the library's implementation name), for logs and the inspector.
   virtual std::string detail() const { return {}; }
+  /// Scratch bytes the kernel holds beyond its inputs, outputs and prepared weights (a library's scratchpad,
+  /// buffers for layout conversions), known once it has run; the builder's workspace limit compares it.
+  virtual size_t workspace_bytes() const { return 0; }
 };
 
 using SupportsFn = std::function<Status(const OpCall&)>;

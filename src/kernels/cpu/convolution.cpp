@@ -244,6 +244,7 @@ struct OnednnPlan {
   std::optional<dnnl::reorder> src_in, wei_in, dst_out;
   memory src_mem, wei_mem, dst_mem;  // blocked buffers, when reordered
   std::string impl;                  // oneDNN's implementation, e.g. "jit:avx512_core" or "ref:any"
+  size_t workspace = 0;              // the scratchpad and the blocked activation buffers
 };
 
 // Tactics: "blocked" lets oneDNN pick the activations' layout (reorders in and out around the
@@ -278,9 +279,11 @@ OnednnPlan make_plan(const OnednnProblem& p, dnnl::algorithm algo, bool plain) {
   plan.src_md = pd.src_desc();
   plan.wei_md = pd.weights_desc();
   plan.dst_md = pd.dst_desc();
+  plan.workspace = pd.scratchpad_desc().get_size();
   if (plan.src_md != p.src) {
     plan.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.src, eng, plan.src_md));
     plan.src_mem = memory(plan.src_md, eng);
+    plan.workspace += plan.src_md.get_size();
   }
   if (plan.wei_md != p.wei) {
     plan.wei_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.wei, eng, plan.wei_md));
@@ -289,6 +292,7 @@ OnednnPlan make_plan(const OnednnProblem& p, dnnl::algorithm algo, bool plain) {
   if (plan.dst_md != p.dst) {
     plan.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan.dst_md, eng, p.dst));
     plan.dst_mem = memory(plan.dst_md, eng);
+    plan.workspace += plan.dst_md.get_size();
   }
   return plan;
 }
@@ -308,6 +312,7 @@ class OnednnConvolution final : public Kernel {
     return plan_ ? str_cat("oneDNN ", plan_->impl, plain_ ? " (plain layout)" : " (blocked layout)")
                  : "own loops (oneDNN declined)";
   }
+  size_t workspace_bytes() const override { return plan_ ? plan_->workspace : 0; }
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.src[0];

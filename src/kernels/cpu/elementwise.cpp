@@ -139,6 +139,9 @@ std::optional<int> onednn_src0(ElementWiseOp op, const Dims& a, const Dims& b, c
 
 class OnednnBinary final : public Kernel {
  public:
+  /// oneDNN's implementation ("ref:any" where it has no fast code for the broadcast).
+  std::string detail() const override { return impl_.empty() ? "" : "oneDNN " + impl_; }
+
   Status run(KernelContext& ctx) override {
     const auto& attrs = ctx.attrs<ElementWiseAttrs>();
     const Tensor& a = ctx.src[0];
@@ -161,7 +164,9 @@ class OnednnBinary final : public Kernel {
         desc1_ = dense_desc(padded(s1.dims(), rank), dt::f32);
         desc_out_ = dense_desc(padded(c.dims(), rank), c.dtype() == DataType::kBool ? dt::u8 : dt::f32);
         dnnl::binary::desc d(*src0 == 0 ? alg.alg : alg.swapped, desc0_, desc1_, desc_out_);
-        prim_ = dnnl::binary(dnnl::binary::primitive_desc(d, onednn::engine()));
+        const dnnl::binary::primitive_desc pd(d, onednn::engine());
+        prim_ = dnnl::binary(pd);
+        impl_ = pd.impl_info_str();
         dims0_ = s0.dims();
         dims1_ = s1.dims();
         dims_out_ = c.dims();
@@ -182,6 +187,7 @@ class OnednnBinary final : public Kernel {
   int swapped_ = 0;
   dnnl::memory::desc desc0_, desc1_, desc_out_;
   std::optional<dnnl::binary> prim_;
+  std::string impl_;
 };
 
 Status onednn_binary_supports(const OpCall& call) {

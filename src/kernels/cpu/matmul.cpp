@@ -129,6 +129,9 @@ dnnl::memory::desc operand_desc(const Dims& batch, int64_t rows, int64_t cols, b
 
 class OnednnMatmul final : public Kernel {
  public:
+  std::string detail() const override { return impl_.empty() ? "" : "oneDNN " + impl_; }
+  size_t workspace_bytes() const override { return workspace_; }
+
   Status run(KernelContext& ctx) override {
     const auto& attrs = ctx.attrs<MatrixMultiplyAttrs>();
     const Tensor& a = ctx.src[0];
@@ -160,7 +163,10 @@ class OnednnMatmul final : public Kernel {
           pattr.set_post_ops(ops);
         }
         dnnl::matmul::desc d(src_, wei_, dst_);
-        prim_ = dnnl::matmul(dnnl::matmul::primitive_desc(d, pattr, onednn::engine()));
+        const dnnl::matmul::primitive_desc pd(d, pattr, onednn::engine());
+        prim_ = dnnl::matmul(pd);
+        impl_ = pd.impl_info_str();
+        workspace_ = pd.scratchpad_desc().get_size();
         a_dims_ = a.dims();
         b_dims_ = b.dims();
         with_c_ = c != nullptr;
@@ -177,6 +183,8 @@ class OnednnMatmul final : public Kernel {
   bool with_c_ = false;
   dnnl::memory::desc src_, wei_, dst_;
   std::optional<dnnl::matmul> prim_;
+  std::string impl_;
+  size_t workspace_ = 0;
 };
 
 class OnednnFullyConnected final : public Kernel {

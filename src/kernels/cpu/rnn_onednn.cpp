@@ -77,6 +77,9 @@ Status supports_onednn(const OpCall& call, Cell cell) {
 class OnednnRnn final : public Kernel {
  public:
   OnednnRnn(Cell cell, RunFn fallback) : cell_(cell), fallback_(std::move(fallback)) {}
+  /// oneDNN's implementation ("ref:any" for every RNN in the oneDNN Debian ships).
+  std::string detail() const override { return impl_.empty() ? "" : "oneDNN " + impl_; }
+  size_t workspace_bytes() const override { return workspace_; }
 
   Status run(KernelContext& ctx) override {
     const RnnCommonAttrs& a = common(ctx.call, cell_);
@@ -140,19 +143,28 @@ class OnednnRnn final : public Kernel {
         dnnl::lstm_forward::desc d(prop, dir, src_layer_desc_, iter_desc_, iter_desc_, weights_layer_desc_,
                                    weights_iter_desc_, peephole_desc_, bias_desc_, dst_layer_desc_, iter_desc_,
                                    iter_desc_);
-        prim_ = dnnl::lstm_forward(dnnl::lstm_forward::primitive_desc(d, eng));
+        const dnnl::lstm_forward::primitive_desc pd(d, eng);
+        prim_ = dnnl::lstm_forward(pd);
+        impl_ = pd.impl_info_str();
+        workspace_ = pd.scratchpad_desc().get_size();
         break;
       }
       case Cell::kGru: {
         dnnl::gru_forward::desc d(prop, dir, src_layer_desc_, iter_desc_, weights_layer_desc_, weights_iter_desc_,
                                   bias_desc_, dst_layer_desc_, iter_desc_);
-        prim_ = dnnl::gru_forward(dnnl::gru_forward::primitive_desc(d, eng));
+        const dnnl::gru_forward::primitive_desc pd(d, eng);
+        prim_ = dnnl::gru_forward(pd);
+        impl_ = pd.impl_info_str();
+        workspace_ = pd.scratchpad_desc().get_size();
         break;
       }
       case Cell::kLbrGru: {
         dnnl::lbr_gru_forward::desc d(prop, dir, src_layer_desc_, iter_desc_, weights_layer_desc_, weights_iter_desc_,
                                       bias_desc_, dst_layer_desc_, iter_desc_);
-        prim_ = dnnl::lbr_gru_forward(dnnl::lbr_gru_forward::primitive_desc(d, eng));
+        const dnnl::lbr_gru_forward::primitive_desc pd(d, eng);
+        prim_ = dnnl::lbr_gru_forward(pd);
+        impl_ = pd.impl_info_str();
+        workspace_ = pd.scratchpad_desc().get_size();
         break;
       }
       case Cell::kVanilla: {
@@ -160,7 +172,10 @@ class OnednnRnn final : public Kernel {
         dnnl::vanilla_rnn_forward::desc d(prop, act.first, dir, src_layer_desc_, iter_desc_, weights_layer_desc_,
                                           weights_iter_desc_, bias_desc_, dst_layer_desc_, iter_desc_,
                                           dnnl::rnn_flags::undef, act.second);
-        prim_ = dnnl::vanilla_rnn_forward(dnnl::vanilla_rnn_forward::primitive_desc(d, eng));
+        const dnnl::vanilla_rnn_forward::primitive_desc pd(d, eng);
+        prim_ = dnnl::vanilla_rnn_forward(pd);
+        impl_ = pd.impl_info_str();
+        workspace_ = pd.scratchpad_desc().get_size();
         break;
       }
     }
@@ -251,6 +266,8 @@ class OnednnRnn final : public Kernel {
   Cell cell_;
   RunFn fallback_;
   std::optional<dnnl::primitive> prim_;
+  std::string impl_;
+  size_t workspace_ = 0;
   Dims x_dims_;
   int64_t hidden_ = -1;
   bool has_peepholes_ = false;

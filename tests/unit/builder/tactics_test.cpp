@@ -166,6 +166,22 @@ TEST(Tactics, TheFastestCachedCandidateIsChosen) {
   std::filesystem::remove(path);
 }
 
+TEST(Tactics, TheWorkspaceLimitIsHonored) {
+  // The blocked layout needs buffers for the converted activations; the plain layout and the own loops
+  // need none. Under a 1-byte limit no blocked tactic is chosen, at every level.
+  auto net = conv_net();
+  for (int level : {0, 1}) {
+    BuildOptions options;
+    options.optimization_level = level;
+    options.workspace_limit = 1;
+    BuildReport report;
+    auto bytes = build_engine(network_graph(*net), options, &report);
+    ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+    EXPECT_EQ(report.timed, level == 0 ? 2 : 2 * 2);  // level 0 stops at the first that fits
+    for (const std::string& line : report.choices) EXPECT_EQ(line.find("[blocked]"), std::string::npos) << line;
+  }
+}
+
 TEST(Tactics, LevelIsValidated) {
   auto net = conv_net();
   BuildOptions options;
