@@ -10,6 +10,7 @@
 #include "inspect.h"
 #include "kiln/logger.h"
 #include "kiln/version.h"
+#include "openmp_policy.h"
 
 namespace {
 
@@ -94,6 +95,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kiln::cli::use_short_openmp_spin(argv);
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {
