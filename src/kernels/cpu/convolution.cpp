@@ -242,9 +242,9 @@ struct OnednnPlan {
   dnnl::primitive prim;
   memory::desc src_md, wei_md, dst_md;
   std::optional<dnnl::reorder> src_in, wei_in, dst_out;
-  memory src_mem, wei_mem, dst_mem;  // blocked buffers, when reordered
-  std::string impl;                  // oneDNN's implementation, e.g. "jit:avx512_core" or "ref:any"
-  size_t workspace = 0;              // the scratchpad and the blocked activation buffers
+  memory wei_mem;        // the weights in the primitive's layout, when reordered (kept: prepared once)
+  std::string impl;      // oneDNN's implementation, e.g. "jit:avx512_core" or "ref:any"
+  size_t workspace = 0;  // the scratchpad and the blocked activation buffers
 };
 
 // Tactics: "blocked" lets oneDNN pick the activations' layout (reorders in and out around the
@@ -282,7 +282,6 @@ OnednnPlan make_plan(const OnednnProblem& p, dnnl::algorithm algo, bool plain) {
   plan.workspace = pd.scratchpad_desc().get_size();
   if (plan.src_md != p.src) {
     plan.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.src, eng, plan.src_md));
-    plan.src_mem = memory(plan.src_md, eng);
     plan.workspace += plan.src_md.get_size();
   }
   if (plan.wei_md != p.wei) {
@@ -291,7 +290,6 @@ OnednnPlan make_plan(const OnednnProblem& p, dnnl::algorithm algo, bool plain) {
   }
   if (plan.dst_md != p.dst) {
     plan.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan.dst_md, eng, p.dst));
-    plan.dst_mem = memory(plan.dst_md, eng);
     plan.workspace += plan.dst_md.get_size();
   }
   return plan;
@@ -342,16 +340,22 @@ class OnednnConvolution final : public Kernel {
       auto& s = onednn::stream();
       auto& eng = onednn::engine();
       memory src(problem_.src, eng, x.raw()), wei(problem_.wei, eng, w.raw()), dst(problem_.dst, eng, y.raw());
-      if (plan_->src_in) plan_->src_in->execute(s, src, plan_->src_mem);
+      // Blocked activations live in the thread's scratch buffers, shared by every convolution it runs.
+      memory src_blk, dst_blk;
+      if (plan_->src_in) {
+        src_blk = memory(plan_->src_md, eng, onednn::scratch(plan_->src_md.get_size(), 0));
+        plan_->src_in->execute(s, src, src_blk);
+      }
+      if (plan_->dst_out) dst_blk = memory(plan_->dst_md, eng, onednn::scratch(plan_->dst_md.get_size(), 1));
       const bool prepared = constant_weights_ && constant_weights_->raw() == w.raw();
       if (plan_->wei_in && !(prepared && weights_ready_)) plan_->wei_in->execute(s, wei, plan_->wei_mem);
       weights_ready_ = prepared;
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, plan_->src_in ? plan_->src_mem : src},
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, plan_->src_in ? src_blk : src},
                                            {DNNL_ARG_WEIGHTS, plan_->wei_in ? plan_->wei_mem : wei},
-                                           {DNNL_ARG_DST, plan_->dst_out ? plan_->dst_mem : dst}};
+                                           {DNNL_ARG_DST, plan_->dst_out ? dst_blk : dst}};
       if (has_bias) args.emplace(DNNL_ARG_BIAS, memory(problem_.bias, eng, ctx.src[2].raw()));
       plan_->prim.execute(s, args);
-      if (plan_->dst_out) plan_->dst_out->execute(s, plan_->dst_mem, dst);
+      if (plan_->dst_out) plan_->dst_out->execute(s, dst_blk, dst);
       s.wait();
     });
   }

@@ -1,5 +1,9 @@
 #include "kernels/cpu/onednn.h"
 
+#include <array>
+#include <cstdlib>
+#include <memory>
+
 namespace kiln::onednn {
 
 dnnl::engine& engine() {
@@ -47,6 +51,29 @@ dnnl::memory::desc strided_desc(const Tensor& t) {
   if (t.rank() == 0) return plain_desc(t.dims(), t.dtype());
   return dnnl::memory::desc(to_dims(t.dims()), *to_dnnl(t.dtype()),
                             dnnl::memory::dims(t.strides().begin(), t.strides().end()));
+}
+
+namespace {
+struct FreeAligned {
+  void operator()(void* p) const { std::free(p); }
+};
+struct ScratchBuffer {
+  std::unique_ptr<void, FreeAligned> data;
+  size_t bytes = 0;
+};
+}  // namespace
+
+void* scratch(size_t bytes, int slot) {
+  thread_local std::array<ScratchBuffer, 2> buffers;
+  ScratchBuffer& b = buffers.at(static_cast<size_t>(slot));
+  if (bytes > b.bytes) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    b.data.reset();  // free first: the old buffer is never needed alongside the new one
+    b.data.reset(std::aligned_alloc(64, rounded));
+    if (!b.data) throw std::bad_alloc();
+    b.bytes = rounded;
+  }
+  return b.data.get();
 }
 
 dnnl::memory memory(const dnnl::memory::desc& desc, const Tensor& t) { return dnnl::memory(desc, engine(), t.raw()); }
