@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -145,7 +146,19 @@ int run_exec(const ExecOptions& opt) {
   }
   // A saved engine is mapped, its weights used in place; a built one is read from memory.
   const auto load_start = Clock::now();
-  auto engine = opt.load_engine.empty() ? EngineImpl::deserialize(bytes) : EngineImpl::load_file(opt.load_engine);
+  Result<std::shared_ptr<const EngineImpl>> engine = invalid_argument("no engine");
+  if (opt.load_engine.empty()) {
+    // The built engine moves into aligned memory that it then uses in place: its weights are not copied again.
+    auto aligned = Tensor::empty(DataType::kUInt8, Dims{static_cast<int64_t>(bytes.size())});
+    if (!aligned) return fail(aligned.status());
+    std::memcpy(aligned->raw(), bytes.data(), bytes.size());
+    std::string().swap(bytes);
+    auto storage = std::make_shared<const Tensor>(std::move(*aligned));
+    engine =
+        EngineImpl::deserialize(std::string_view(static_cast<const char*>(storage->raw()), storage->nbytes()), storage);
+  } else {
+    engine = EngineImpl::load_file(opt.load_engine);
+  }
   if (!engine) {
     const std::string where = opt.load_engine.empty() ? "the built engine" : opt.load_engine;
     return fail(std::move(engine.take_status()).with_prefix(where));

@@ -35,8 +35,23 @@ bool runs_on_host(const Node& n) {
 }
 
 // The plan of one graph: a kernel (and tactic) per node, a sub-plan per subgraph; failures name the subgraph path.
+// Appends what the chosen kernel prepares from its constants (its weights in the library's layout) to the
+// engine's prepared section, 64-byte aligned; the step names where it is.
+Status add_prepared(const OpCall& call, const TacticChoice& choice, nlohmann::json& step, std::string& prepared) {
+  if (!choice.impl->prepare) return Status::ok();
+  OpCall with_tactic = call;
+  with_tactic.tactic = choice.tactic;
+  KILN_ASSIGN_OR_RETURN(Tensor blob, choice.impl->prepare(with_tactic));
+  if (!blob.defined()) return Status::ok();
+  prepared.resize((prepared.size() + 63) / 64 * 64, '\0');
+  step["prepared"] = {prepared.size(), blob.nbytes()};
+  prepared.append(static_cast<const char*>(blob.raw()), blob.nbytes());
+  return Status::ok();
+}
+
 Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& options, TacticSearch& search,
-                                  BuildReport& rep, std::vector<std::string>& failures, const std::string& path) {
+                                  BuildReport& rep, std::vector<std::string>& failures, const std::string& path,
+                                  std::string& prepared) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
   nlohmann::json plan = nlohmann::json::array();
   for (Node* n : order) {
@@ -44,7 +59,7 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
       nlohmann::json step = {{"node", n->name}, {"kernel", "host"}};
       for (const Subgraph& sub : n->subgraphs) {
         KILN_ASSIGN_OR_RETURN(nlohmann::json subplan, plan_graph(*sub.graph, options, search, rep, failures,
-                                                                 path + n->name + "/" + sub.name + "/"));
+                                                                 path + n->name + "/" + sub.name + "/", prepared));
         step["subplans"].push_back(subplan);
       }
       rep.choices.push_back(str_cat(path, n->name, " (", n->op(), "): host"));
@@ -74,6 +89,9 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
     log_verbose("builder: ", rep.choices.back(), choice->ms >= 0 ? str_cat(" (", choice->ms, " ms)") : "");
     nlohmann::json step = {{"node", n->name}, {"kernel", choice->impl->name}};
     if (!choice->tactic.empty()) step["tactic"] = choice->tactic;
+    if (Status st = add_prepared(call, *choice, step, prepared); !st.is_ok())
+      rep.warnings.push_back(str_cat("node '", n->name, "': weights not prepared at build time (", st.message(),
+                                     "); they are prepared when the engine first runs"));
     plan.push_back(step);
   }
   return plan;
@@ -98,7 +116,8 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
   search.level = options.optimization_level;
   search.cache = &cache;
   search.workspace_limit = options.workspace_limit;
-  KILN_ASSIGN_OR_RETURN(nlohmann::json plan, plan_graph(graph, options, search, rep, failures, ""));
+  std::string prepared;
+  KILN_ASSIGN_OR_RETURN(nlohmann::json plan, plan_graph(graph, options, search, rep, failures, "", prepared));
   rep.timed = search.timed;
   rep.cached = search.cached;
   rep.timing_ms = search.timing_ms;
@@ -129,6 +148,7 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
   sections["graph"] = std::move(parts.description);
   sections["weights"] = std::move(parts.weights);
   sections["plan"] = plan.dump();
+  if (!prepared.empty()) sections["prepared"] = std::move(prepared);
   return write_engine_container(header, sections);
 }
 

@@ -56,4 +56,8 @@ bool MappedFile::contains(const void* p) const {
   return data_ && std::less_equal<const void*>()(begin, p) && std::less<const void*>()(p, begin + size_);
 }
 
+void MappedFile::release_pages() const {
+  if (size_ > 0) (void)madvise(data_, size_, MADV_DONTNEED);
+}
+
 }  // namespace kiln

@@ -24,6 +24,9 @@ class MappedFile {
   const std::string& path() const { return path_; }
   /// True when `p` points into the mapping.
   bool contains(const void* p) const;
+  /// Lets the kernel drop the pages read so far (madvise MADV_DONTNEED): they are read from the file again
+  /// when touched. After a whole-file checksum, only the parts in use then count in the process's memory.
+  void release_pages() const;
 
  private:
   MappedFile(std::string path, void* data, size_t size) : path_(std::move(path)), data_(data), size_(size) {}

@@ -128,6 +128,10 @@ Result<EngineContainer> read_engine_container(std::string_view in, const EngineH
   }
   if (in.size() - h.body_offset != h.body_bytes)
     return corrupt(str_cat(in.size() - h.body_offset - h.body_bytes, " bytes after the body"));
+  // The padding between the header and the body is outside both checksums: it must be zeros.
+  const std::string_view padding =
+      in.substr(kEnginePreludeBytes + h.header_bytes, h.body_offset - kEnginePreludeBytes - h.header_bytes);
+  if (padding.find_first_not_of('\0') != std::string_view::npos) return corrupt("non-zero padding after the header");
   const std::string_view body = in.substr(h.body_offset, h.body_bytes);
   if (crc32_of(body) != h.body_crc) return corrupt("body checksum mismatch");
   for (const auto& [name, s] : h.sections) {

@@ -27,6 +27,9 @@ struct OpCall {
   std::vector<const Tensor*> constants;
   /// The variant of the implementation to create (one of its `tactics`; empty: its default).
   std::string tactic;
+  /// What the implementation's `prepare` made at build time for this node and tactic (stored in the engine,
+  /// alive as long as the kernel), or null. Kernels check it still fits before using it.
+  const Tensor* prepared = nullptr;
 
   template <class A>
   const A& attrs_as() const {
@@ -68,6 +71,9 @@ using SupportsFn = std::function<Status(const OpCall&)>;
 using CreateFn = std::function<Result<std::unique_ptr<Kernel>>(const OpCall&)>;
 using RunFn = std::function<Status(KernelContext&)>;
 using TacticsFn = std::function<std::vector<std::string>(const OpCall&)>;
+/// Build-time preparation of constant inputs (e.g. weights in the library's layout), stored in the engine:
+/// bytes, or an undefined tensor when there is nothing to prepare.
+using PrepareFn = std::function<Result<Tensor>(const OpCall&)>;
 
 struct KernelImpl {
   std::string name;  ///< "cpu.onednn.convolution", "ref.convolution"
@@ -78,6 +84,8 @@ struct KernelImpl {
   CreateFn create;
   /// The variants worth timing for a problem (none: only the default); `create` reads `OpCall::tactic`.
   TacticsFn tactics;
+  /// Optional: data made once at build time from the call's constants (see OpCall::prepared).
+  PrepareFn prepare;
 };
 
 /// A kernel with no state: `run` is called with every context.

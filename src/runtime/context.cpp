@@ -16,6 +16,7 @@ OpCall build_time_call(const PlanStep& step) {
   const Node& n = *step.node;
   OpCall call{n.schema, n.attrs.get(), {}, {}};
   call.tactic = step.tactic;
+  call.prepared = step.prepared.defined() ? &step.prepared : nullptr;
   for (Value* in : n.inputs) {
     call.inputs.push_back(in ? in->desc() : TensorDesc::absent());
     call.constants.push_back(in && in->is_constant() ? &in->constant : nullptr);

@@ -58,7 +58,8 @@ void assign_slots(GraphPlan& plan) {
 
 // The plan of one graph; a node with subgraphs carries a plan per subgraph. Step ids number the
 // steps of all plans of the engine.
-Result<GraphPlan> read_plan(const nlohmann::json& json, const Graph& graph, int depth, int& next_id) {
+Result<GraphPlan> read_plan(const nlohmann::json& json, const Graph& graph, const Tensor& prepared, int depth,
+                            int& next_id) {
   if (!json.is_array() || depth > 64)
     return invalid_argument("the engine plan is corrupt; rebuild the engine from the model");
   GraphPlan plan;
@@ -88,12 +89,22 @@ Result<GraphPlan> read_plan(const nlohmann::json& json, const Graph& graph, int 
     st.impl = impl;
     st.id = next_id++;
     if (step.contains("tactic")) st.tactic = step.at("tactic").get<std::string>();
+    if (step.contains("prepared")) {
+      const auto& at = step.at("prepared");
+      const uint64_t offset = at.at(0).get<uint64_t>(), bytes = at.at(1).get<uint64_t>();
+      const uint64_t section = prepared.defined() ? prepared.nbytes() : 0;
+      if (!impl || bytes == 0 || offset % kEngineAlignment != 0 || offset > section || bytes > section - offset)
+        return invalid_argument("the engine's prepared data for node '", node_name,
+                                "' lies outside its section; rebuild the engine from the model");
+      st.prepared = Tensor::view(const_cast<char*>(static_cast<const char*>(prepared.raw())) + offset, DataType::kUInt8,
+                                 Dims{static_cast<int64_t>(bytes)});
+    }
     const size_t subs = step.contains("subplans") ? step.at("subplans").size() : 0;
     if (subs != node->subgraphs.size())
       return invalid_argument("the engine plan of node '", node_name, "' has ", subs, " sub-plans for ",
                               node->subgraphs.size(), " subgraphs; rebuild the engine from the model");
     for (size_t i = 0; i < subs; ++i) {
-      auto sub = read_plan(step.at("subplans")[i], *node->subgraphs[i].graph, depth + 1, next_id);
+      auto sub = read_plan(step.at("subplans")[i], *node->subgraphs[i].graph, prepared, depth + 1, next_id);
       if (!sub) return sub.take_status();
       st.subplans.push_back(std::move(*sub));
     }
@@ -114,11 +125,12 @@ Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_vi
   auto engine = std::shared_ptr<EngineImpl>(new EngineImpl);
   engine->header_ = std::move(c.header);
   engine->graph_ = std::move(c.graph);
+  engine->prepared_ = std::move(c.prepared);
   const auto plan = nlohmann::json::parse(c.plan, nullptr, false);
   if (plan.is_discarded() || !plan.is_array())
     return invalid_argument("the engine plan is corrupt; rebuild the engine from the model");
   try {
-    KILN_ASSIGN_OR_RETURN(engine->plan_, read_plan(plan, *engine->graph_, 0, engine->step_count_));
+    KILN_ASSIGN_OR_RETURN(engine->plan_, read_plan(plan, *engine->graph_, engine->prepared_, 0, engine->step_count_));
   } catch (const nlohmann::json::exception& e) {
     return invalid_argument("the engine plan is malformed (", e.what(), "); rebuild the engine from the model");
   }
@@ -127,7 +139,10 @@ Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_vi
 
 Result<std::shared_ptr<const EngineImpl>> EngineImpl::load_file(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MappedFile::open(path, "engine"));
-  return deserialize(file->bytes(), file);
+  auto engine = deserialize(file->bytes(), file);
+  // The checksum read every page; what runs touches only what it uses (prepared weights, not the originals).
+  if (engine) file->release_pages();
+  return engine;
 }
 
 std::vector<std::string> EngineImpl::input_names() const {

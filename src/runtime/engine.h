@@ -38,6 +38,8 @@ struct PlanStep {
   int id = 0;          ///< index of the step's kernel instance in a context (unique across all plans of an engine)
   std::vector<int> in, out;
   std::vector<GraphPlan> subplans;
+  /// The kernel's build-time data (a view into the engine's prepared section), undefined when none.
+  Tensor prepared;
 };
 
 /// The flat plan of one graph: steps in execution order over numbered value slots.
@@ -100,6 +102,7 @@ class EngineImpl : public std::enable_shared_from_this<EngineImpl> {
  private:
   EngineHeader header_;
   std::unique_ptr<Graph> graph_;
+  Tensor prepared_;  ///< the prepared section that steps' `prepared` views point into
   GraphPlan plan_;
   int step_count_ = 0;
 };

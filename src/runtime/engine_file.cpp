@@ -1,5 +1,8 @@
 #include "runtime/engine_file.h"
 
+#include <cstdint>
+#include <cstring>
+
 #include "core/cuda_runtime.h"
 #include "graph/serialization.h"
 #include "kernels/libraries.h"
@@ -36,6 +39,16 @@ Result<EngineFileContents> read_engine_file(std::string_view bytes, std::shared_
   out.header = std::move(c.header);
   for (const char* name : {"graph", "plan", "weights"})
     if (!c.sections.count(name)) return invalid_argument("the engine lacks its ", name, " section", kRebuild);
+  if (auto it = c.sections.find("prepared"); it != c.sections.end() && !it->second.empty()) {
+    const std::string_view bytes = it->second;
+    const Dims dims{static_cast<int64_t>(bytes.size())};
+    if (storage && reinterpret_cast<uintptr_t>(bytes.data()) % kEngineAlignment == 0) {
+      out.prepared = Tensor::view(const_cast<char*>(bytes.data()), DataType::kUInt8, dims, storage);
+    } else {
+      KILN_ASSIGN_OR_RETURN(out.prepared, Tensor::empty(DataType::kUInt8, dims));
+      std::memcpy(out.prepared.raw(), bytes.data(), bytes.size());
+    }
+  }
   auto graph = deserialize_graph(c.sections["graph"], c.sections["weights"], std::move(storage));
   if (!graph)
     return Status(graph.status().code(),

@@ -13,6 +13,9 @@ struct EngineFileContents {
   EngineHeader header;
   std::unique_ptr<Graph> graph;
   std::string_view plan;  ///< the plan section's JSON, a view into the bytes read
+  /// The prepared section (kernels' build-time data, e.g. weights in oneDNN's layout), uint8; undefined when
+  /// the engine has none. In place over `storage` when given, else a copy.
+  Tensor prepared;
 };
 
 /// `storage`, when given, keeps `bytes` alive (a MappedFile): constants then use the bytes in place.

@@ -31,6 +31,7 @@ std::string layer_info_json(const EngineImpl& engine, ContextImpl* ctx) {
         {"Tactic", st.tactic},   {"Inputs", nlohmann::json::array()}, {"Outputs", nlohmann::json::array()}};
     if (const std::string detail = ctx ? ctx->kernel_detail(st) : std::string(); !detail.empty())
       layer["Implementation"] = detail;
+    if (st.prepared.defined()) layer["PreparedBytes"] = st.prepared.nbytes();
     for (size_t i = 0; i < st.in.size(); ++i)
       if (st.in[i] >= 0) layer["Inputs"].push_back(tensor_json(*st.node->inputs[i], desc(st.in[i])));
     for (size_t i = 0; i < st.out.size(); ++i)

@@ -286,7 +286,6 @@ OnednnPlan make_plan(const OnednnProblem& p, dnnl::algorithm algo, bool plain) {
   }
   if (plan.wei_md != p.wei) {
     plan.wei_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.wei, eng, plan.wei_md));
-    plan.wei_mem = memory(plan.wei_md, eng);
   }
   if (plan.dst_md != p.dst) {
     plan.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan.dst_md, eng, p.dst));
@@ -300,14 +299,26 @@ OnednnPlan plan_for(const OnednnProblem& p, bool plain) {
   return make_plan<dnnl::convolution_forward>(p, dnnl::algorithm::convolution_direct, plain);
 }
 
+// Prepared weights (stored in the engine at build time): the primitive's weights descriptor as oneDNN's plain C
+// struct, then, at the next multiple of 64, the weights in that layout. The descriptor is compared byte for byte
+// with the one the primitive wants at run time; any difference (another oneDNN) reorders from the originals.
+constexpr size_t kPreparedHeader = (sizeof(dnnl_memory_desc_t) + 63) / 64 * 64;
+
+bool prepared_fits(const Tensor* prepared, const memory::desc& want) {
+  return prepared && prepared->nbytes() == kPreparedHeader + want.get_size() &&
+         std::memcmp(prepared->raw(), &want.data, sizeof(dnnl_memory_desc_t)) == 0;
+}
+
 class OnednnConvolution final : public Kernel {
  public:
-  /// Constant weights are reordered into the primitive's layout once, not on every run.
-  OnednnConvolution(const Tensor* constant_weights, bool plain) : constant_weights_(constant_weights), plain_(plain) {}
+  /// Constant weights are used as prepared at build time, or else reordered into the primitive's layout once.
+  OnednnConvolution(const Tensor* constant_weights, const Tensor* prepared, bool plain)
+      : constant_weights_(constant_weights), prepared_(prepared), plain_(plain) {}
 
   std::string detail() const override {
     if (!ready_) return {};
-    return plan_ ? str_cat("oneDNN ", plan_->impl, plain_ ? " (plain layout)" : " (blocked layout)")
+    return plan_ ? str_cat("oneDNN ", plan_->impl, plain_ ? " (plain layout)" : " (blocked layout)",
+                           use_prepared_ ? ", weights prepared at build time" : "")
                  : "own loops (oneDNN declined)";
   }
   size_t workspace_bytes() const override { return plan_ ? plan_->workspace : 0; }
@@ -327,7 +338,16 @@ class OnednnConvolution final : public Kernel {
         problem_ = *problem;
         try {
           plan_ = plan_for(problem_, plain_);
+          const bool constant = constant_weights_ && constant_weights_->raw() == w.raw();
+          use_prepared_ = plan_->wei_in && constant && prepared_fits(prepared_, plan_->wei_md);
+          if (use_prepared_)  // oneDNN only reads weights: the read-only mapping of the engine file serves
+            plan_->wei_mem = memory(plan_->wei_md, onednn::engine(),
+                                    const_cast<char*>(static_cast<const char*>(prepared_->raw())) + kPreparedHeader);
+          else if (plan_->wei_in)
+            plan_->wei_mem = memory(plan_->wei_md, onednn::engine());
         } catch (const dnnl::error&) {
+          plan_.reset();
+          use_prepared_ = false;
         }
       }
       x_dims_ = x.dims();
@@ -347,9 +367,10 @@ class OnednnConvolution final : public Kernel {
         plan_->src_in->execute(s, src, src_blk);
       }
       if (plan_->dst_out) dst_blk = memory(plan_->dst_md, eng, onednn::scratch(plan_->dst_md.get_size(), 1));
-      const bool prepared = constant_weights_ && constant_weights_->raw() == w.raw();
-      if (plan_->wei_in && !(prepared && weights_ready_)) plan_->wei_in->execute(s, wei, plan_->wei_mem);
-      weights_ready_ = prepared;
+      const bool constant = constant_weights_ && constant_weights_->raw() == w.raw();
+      if (plan_->wei_in && !use_prepared_ && !(constant && weights_ready_))
+        plan_->wei_in->execute(s, wei, plan_->wei_mem);
+      weights_ready_ = constant;
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, plan_->src_in ? src_blk : src},
                                            {DNNL_ARG_WEIGHTS, plan_->wei_in ? plan_->wei_mem : wei},
                                            {DNNL_ARG_DST, plan_->dst_out ? dst_blk : dst}};
@@ -362,7 +383,9 @@ class OnednnConvolution final : public Kernel {
 
  private:
   const Tensor* constant_weights_;
+  const Tensor* prepared_;
   bool plain_;
+  bool use_prepared_ = false;
   bool weights_ready_ = false;
   bool ready_ = false;
   Dims x_dims_, w_dims_, y_dims_;
@@ -397,7 +420,34 @@ Status loops_support(const OpCall& call) {
 Result<std::unique_ptr<Kernel>> create_onednn(const OpCall& call) {
   if (!call.tactic.empty() && call.tactic != kBlocked && call.tactic != kPlain)
     return invalid_argument("cpu.onednn.convolution has no tactic '", call.tactic, "'");
-  return std::unique_ptr<Kernel>(std::make_unique<OnednnConvolution>(call.constant(1), call.tactic == kPlain));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<OnednnConvolution>(call.constant(1), call.prepared, call.tactic == kPlain));
+}
+
+// Constant weights in the layout the primitive of this tactic wants, made once at build time (see kPreparedHeader).
+Result<Tensor> prepare_onednn(const OpCall& call) {
+  const Tensor* w = call.constant(1);
+  const Dims& x = call.inputs[0].dims;
+  const Dims& y = call.outputs[0].dims;
+  if (!w || !x.is_static() || !y.is_static() || y.numel() == 0) return Tensor();
+  KILN_ASSIGN_OR_RETURN(OnednnProblem p, onednn_problem(call, x, w->dims(), y, call.has_input(2)));
+  Tensor out;
+  Status st = onednn::guard("weight preparation", [&] {
+    OnednnPlan plan = plan_for(p, call.tactic == kPlain);
+    if (!plan.wei_in) return;  // the primitive takes the weights as they are
+    auto blob = Tensor::empty(DataType::kUInt8, Dims{static_cast<int64_t>(kPreparedHeader + plan.wei_md.get_size())});
+    if (!blob) return;
+    char* base = static_cast<char*>(blob->raw());
+    std::memset(base, 0, kPreparedHeader);
+    std::memcpy(base, &plan.wei_md.data, sizeof(dnnl_memory_desc_t));
+    auto& eng = onednn::engine();
+    memory src(p.wei, eng, const_cast<void*>(w->raw())), dst(plan.wei_md, eng, base + kPreparedHeader);
+    plan.wei_in->execute(onednn::stream(), src, dst);
+    onednn::stream().wait();
+    out = std::move(*blob);
+  });
+  KILN_RETURN_IF_ERROR(st);
+  return out;
 }
 
 std::vector<std::string> onednn_tactics(const OpCall&) { return {kBlocked, kPlain}; }
@@ -410,6 +460,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .supports = onednn_supports,
     .create = create_onednn,
     .tactics = onednn_tactics,
+    .prepare = prepare_onednn,
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -429,6 +480,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .supports = onednn_supports,
     .create = create_onednn,
     .tactics = onednn_tactics,
+    .prepare = prepare_onednn,
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{

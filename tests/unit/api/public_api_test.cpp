@@ -283,6 +283,17 @@ TEST(PublicApi, BadEngineBytesAreErrors) {
     bad[i] = static_cast<char>(bad[i] ^ 0x5a);
     EXPECT_FALSE(runtime.deserialize_engine(bad).is_ok()) << "a flipped byte at " << i << " was accepted";
   }
+  // Including the zero padding between the header JSON and the body (prelude: u64 header bytes at 16, u64 body
+  // offset at 24), which neither checksum covers.
+  uint64_t header_bytes = 0, body_offset = 0;
+  std::memcpy(&header_bytes, bytes.data() + 16, 8);
+  std::memcpy(&body_offset, bytes.data() + 24, 8);
+  ASSERT_LE(64 + header_bytes, body_offset);
+  for (uint64_t i = 64 + header_bytes; i < body_offset; ++i) {
+    std::string bad = bytes;
+    bad[i] = 'x';
+    EXPECT_FALSE(runtime.deserialize_engine(bad).is_ok()) << "a changed padding byte at " << i << " was accepted";
+  }
   EXPECT_ERROR(runtime.load_engine_file("/nonexistent/model.kengine").status(),
                "cannot read engine file '/nonexistent/model.kengine': no such file");
   EXPECT_ERROR(runtime.load_engine_file("/").status(), "not a regular file");

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "builder/builder.h"
 #include "builder/tactics.h"
@@ -12,6 +13,7 @@
 #include "kiln/network.h"
 #include "kiln/version.h"
 #include "runtime/engine.h"
+#include "runtime/inspector.h"
 
 namespace kiln {
 namespace {
@@ -180,6 +182,49 @@ TEST(Tactics, TheWorkspaceLimitIsHonored) {
     EXPECT_EQ(report.timed, level == 0 ? 2 : 2 * 2);  // level 0 stops at the first that fits
     for (const std::string& line : report.choices) EXPECT_EQ(line.find("[blocked]"), std::string::npos) << line;
   }
+}
+
+// Runs an engine on `x` and returns its only output.
+Tensor run_engine(const std::string& bytes, const Tensor& x, std::string* layer_info = nullptr) {
+  auto engine = EngineImpl::deserialize(bytes);
+  EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+  auto ctx = (*engine)->create_execution_context().value();
+  EXPECT_TRUE(ctx->set_input("x", x).is_ok());
+  EXPECT_TRUE(ctx->execute().is_ok());
+  if (layer_info) *layer_info = layer_info_json(**engine, ctx.get());
+  return ctx->output((*engine)->output_names()[0]).value();
+}
+
+TEST(Tactics, ConvolutionWeightsArePreparedAtBuildTime) {
+  // The blocked tactic's weights are stored in the engine in oneDNN's layout and used from there; the
+  // outputs match the reference kernels.
+  auto net = conv_net();
+  Tensor x = *Tensor::empty(DataType::kFloat32, Dims{1, 3, 16, 16});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 17) / 17.f - 0.4f;
+  BuildOptions options;
+  options.optimization_level = 0;  // the first candidate: oneDNN, blocked layout
+  auto bytes = build_engine(network_graph(*net), options);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  std::string info;
+  const Tensor got = run_engine(*bytes, x, &info);
+  const auto layers = nlohmann::json::parse(info)["Layers"];
+  int prepared = 0;
+  for (const auto& layer : layers) {
+    if (!layer.contains("PreparedBytes")) continue;
+    ++prepared;
+    EXPECT_GT(layer["PreparedBytes"].get<size_t>(), 0u);
+    EXPECT_NE(layer["Implementation"].get<std::string>().find("weights prepared at build time"), std::string::npos)
+        << layer.dump();
+  }
+  EXPECT_EQ(prepared, 2) << info;
+
+  BuildOptions ref;
+  ref.backend = Backend::kRef;
+  auto ref_bytes = build_engine(network_graph(*net), ref);
+  ASSERT_TRUE(ref_bytes.is_ok()) << ref_bytes.status().to_string();
+  const Tensor want = run_engine(*ref_bytes, x);
+  ASSERT_EQ(got.dims(), want.dims());
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4) << i;
 }
 
 TEST(Tactics, LevelIsValidated) {
