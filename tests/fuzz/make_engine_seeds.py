@@ -54,7 +54,8 @@ def main():
         for name, model in MODELS.items():
             engine = os.path.join(tmp, name + ".kengine")
             subprocess.run([kiln, "exec", "--onnx", model, "--saveEngine", engine, "--iterations", "1",
-                            "--duration", "0", "--warmUp", "0"], check=True, stdout=subprocess.DEVNULL)
+                            "--duration", "0", "--warmUp", "0", "--builderOptimizationLevel", "0"],
+                           check=True, stdout=subprocess.DEVNULL)
             data = portable(open(engine, "rb").read())
             header, body, s = parse(data)
             open(f"{out}/{name}.kengine", "wb").write(data)
