@@ -300,13 +300,23 @@ OnednnPlan plan_for(const OnednnProblem& p, bool plain) {
 }
 
 // Prepared weights (stored in the engine at build time): the primitive's weights descriptor as oneDNN's plain C
-// struct, then, at the next multiple of 64, the weights in that layout. The descriptor is compared byte for byte
-// with the one the primitive wants at run time; any difference (another oneDNN) reorders from the originals.
+// struct, then, at the next multiple of 64, the weights in that layout. The descriptor is compared
+// with the one the primitive wants at run time (oneDNN's own comparison); any difference (another oneDNN, another
+// choice of layout) reorders from the originals.
 constexpr size_t kPreparedHeader = (sizeof(dnnl_memory_desc_t) + 63) / 64 * 64;
 
 bool prepared_fits(const Tensor* prepared, const memory::desc& want) {
-  return prepared && prepared->nbytes() == kPreparedHeader + want.get_size() &&
-         std::memcmp(prepared->raw(), &want.data, sizeof(dnnl_memory_desc_t)) == 0;
+  if (!prepared || prepared->nbytes() != kPreparedHeader + want.get_size()) return false;
+  // The stored descriptor comes from the file: its counts are checked before oneDNN compares it.
+  dnnl_memory_desc_t stored;
+  std::memcpy(&stored, prepared->raw(), sizeof stored);
+  const dnnl_blocking_desc_t& b = stored.format_desc.blocking;
+  if (stored.ndims < 0 || stored.ndims > DNNL_MAX_NDIMS || stored.format_kind != dnnl_blocked || b.inner_nblks < 0 ||
+      b.inner_nblks > DNNL_MAX_NDIMS)
+    return false;
+  for (int i = 0; i < b.inner_nblks; ++i)
+    if (b.inner_idxs[i] < 0 || b.inner_idxs[i] >= stored.ndims) return false;
+  return memory::desc(stored) == want;
 }
 
 class OnednnConvolution final : public Kernel {
