@@ -115,6 +115,7 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
   search.backend = options.backend;
   search.level = options.optimization_level;
   search.cache = &cache;
+  search.device = cache.device();
   search.workspace_limit = options.workspace_limit;
   std::string prepared;
   KILN_ASSIGN_OR_RETURN(nlohmann::json plan, plan_graph(graph, options, search, rep, failures, "", prepared));

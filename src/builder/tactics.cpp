@@ -146,12 +146,11 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
                           check_workspace ? " (its workspace is not checked)" : ""));
     return candidates.front();
   }
-  const std::string device = timing_device(search.backend);
+  if (search.device.empty()) search.device = timing_device(search.backend);
+  const std::string& device = search.device;
   std::vector<Tensor> inputs;
   TacticChoice* best = nullptr;
   for (TacticChoice& c : candidates) {
-    OpCall with_tactic = call;
-    with_tactic.tactic = c.tactic;
     const std::string key = timing_key(call, *c.impl, c.tactic, device);
     const std::string workspace_key = key + ".workspace";
     auto hit = search.cache ? search.cache->find(key) : std::nullopt;
@@ -171,6 +170,8 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
         if (!made) return candidates.front();
         inputs = std::move(*made);
       }
+      OpCall with_tactic = call;
+      with_tactic.tactic = c.tactic;
       const auto t0 = Clock::now();
       auto timing = time_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit);
       search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

@@ -20,6 +20,7 @@ struct TacticSearch {
   Backend backend = Backend::kCpu;
   int level = 3;                 ///< 0: the first accepted candidate; 1-5: time them, longer at higher levels
   TimingCache* cache = nullptr;  ///< times to reuse and to add to (may be null)
+  std::string device;            ///< timing_device(backend), read once per build
   /// Candidates whose workspace (Kernel::workspace_bytes) exceeds this are not chosen; 0: no limit. At
   /// level 0 the first candidate that fits is chosen.
   uint64_t workspace_limit = 0;

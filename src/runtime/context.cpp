@@ -240,10 +240,17 @@ Status ContextImpl::run_static(const PlanStep& step, const OpCall& call, Scope& 
     if (!t) return t.take_status().with_node(node.context());
     dst.push_back(std::move(*t));
   }
+  return run_and_store(*kernel, step, call, std::move(src), std::move(dst), scope, stream);
+}
+
+// Runs the step's kernel on `src` into `dst` and puts the outputs in their slots.
+Status ContextImpl::run_and_store(Kernel& kernel, const PlanStep& step, const OpCall& call, std::vector<Tensor> src,
+                                  std::vector<Tensor> dst, Scope& scope, Stream& stream) {
   KernelContext ctx{call, std::move(src), std::move(dst), stream, *allocator_};
-  Status st = kernel->run(ctx);
-  if (!st.is_ok()) return std::move(st).with_node(node.context());
-  for (size_t o = 0; o < step.out.size(); ++o) scope.put(step.out[o], RuntimeValue::of(std::move(ctx.dst[o])));
+  Status st = kernel.run(ctx);
+  if (!st.is_ok()) return std::move(st).with_node(step.node->context());
+  for (size_t o = 0; o < step.out.size() && o < ctx.dst.size(); ++o)
+    scope.put(step.out[o], RuntimeValue::of(std::move(ctx.dst[o])));
   return Status::ok();
 }
 
@@ -285,12 +292,7 @@ Status ContextImpl::run_kernel(const PlanStep& step, Scope& scope, Stream& strea
     if (!t) return t.take_status().with_node(node.context());
     dst.push_back(std::move(*t));
   }
-  KernelContext ctx{call, std::move(src), std::move(dst), stream, *allocator_};
-  Status st = kernel->run(ctx);
-  if (!st.is_ok()) return std::move(st).with_node(node.context());
-  for (size_t o = 0; o < step.out.size() && o < ctx.dst.size(); ++o)
-    scope.put(step.out[o], RuntimeValue::of(std::move(ctx.dst[o])));
-  return Status::ok();
+  return run_and_store(*kernel, step, call, std::move(src), std::move(dst), scope, stream);
 }
 
 Status ContextImpl::run_plan(const GraphPlan& plan, Scope& scope, Stream& stream, int depth) {

@@ -164,6 +164,8 @@ class ContextImpl {
   Status run_plan(const GraphPlan& plan, Scope& scope, Stream& stream, int depth);
   Status run_kernel(const PlanStep& step, Scope& scope, Stream& stream);
   Status run_static(const PlanStep& step, const OpCall& call, Scope& scope, Stream& stream);
+  Status run_and_store(Kernel& kernel, const PlanStep& step, const OpCall& call, std::vector<Tensor> src,
+                       std::vector<Tensor> dst, Scope& scope, Stream& stream);
   Result<Kernel*> kernel_for(const PlanStep& step);
 
   std::shared_ptr<const EngineImpl> engine_;
