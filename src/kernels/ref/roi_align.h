@@ -11,7 +11,7 @@ namespace kiln::roi_align {
 /// Bilinear sample of `plane` [h, w] at (y, x) with ONNX RoiAlign's edge rules; with `max_mode`
 /// the largest weighted corner instead of their sum.
 inline float sample(const float* plane, int64_t h, int64_t w, double y, double x, bool max_mode) {
-  if (!std::isfinite(y) || !std::isfinite(x)) return 0.f;
+  if (h <= 0 || w <= 0 || !std::isfinite(y) || !std::isfinite(x)) return 0.f;  // an empty plane samples 0
   if (y < -1.0 || y > static_cast<double>(h) || x < -1.0 || x > static_cast<double>(w)) return 0.f;
   y = std::max(y, 0.0);
   x = std::max(x, 0.0);
