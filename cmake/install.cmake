@@ -24,7 +24,7 @@ install(FILES ${CMAKE_BINARY_DIR}/package/kilnConfig.cmake ${CMAKE_BINARY_DIR}/p
 
 # pkg-config: kiln (everything) and kiln-runtime (running engines only).
 set(KILN_PC_RUNTIME_LIBS "-lkiln_runtime -lkiln_kernels -lkiln_graph -lkiln_ops -lkiln_core")
-set(KILN_PC_ALL_LIBS "-lkiln_api -lkiln_builder -lkiln_onnx ${KILN_PC_RUNTIME_LIBS}")
+set(KILN_PC_ALL_LIBS "-lkiln_api -lkiln_builder -lkiln_passes -lkiln_onnx ${KILN_PC_RUNTIME_LIBS}")
 # The prefix relative to the .pc file, so a moved install (or `cmake --install --prefix`) stays right.
 file(RELATIVE_PATH KILN_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 foreach(pc kiln kiln-runtime)

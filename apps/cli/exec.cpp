@@ -95,6 +95,15 @@ Result<uint64_t> workspace_limit(const std::string& spec) {
   return static_cast<uint64_t>(value * scale);
 }
 
+// "[I] Optimizer: 122 -> 73 layers (conv-activation 33, conv-elementwise 16)"; each rewrite at --verbose.
+void print_optimizer_report(const OptimizerReport& r) {
+  std::string counts;
+  for (const PassRecord& p : r.passes)
+    if (p.changes > 0) counts += str_cat(counts.empty() ? "" : ", ", p.pass, " ", p.changes);
+  std::printf("[I] Optimizer: %zu -> %zu layers%s%s%s\n", r.nodes_before, r.nodes_after, counts.empty() ? "" : " (",
+              counts.c_str(), counts.empty() ? "" : ")");
+  if (!r.refused.empty()) std::printf("[I] Optimizer: %zu rewrites refused (--verbose says why)\n", r.refused.size());
+}
 }  // namespace
 
 int run_exec(const ExecOptions& opt) {
@@ -121,6 +130,13 @@ int run_exec(const ExecOptions& opt) {
     BuildOptions build_opt;
     build_opt.optimization_level = opt.optimization_level;
     build_opt.timing_cache_path = opt.timing_cache;
+    for (const std::string& name : opt.disable_passes) {
+      if (name == "all")
+        build_opt.passes.enabled = false;
+      else
+        build_opt.passes.disabled.insert(name);
+    }
+    build_opt.passes.dump_dir = opt.dump_graph;
     if (!opt.mem_pool_size.empty()) {
       auto limit = workspace_limit(opt.mem_pool_size);
       if (!limit) return fail(limit.status());
@@ -132,6 +148,7 @@ int run_exec(const ExecOptions& opt) {
     if (!built) return fail(built.status());
     bytes = std::move(*built);
     for (const auto& w : report.warnings) std::printf("[W] %s\n", w.c_str());
+    print_optimizer_report(report.optimizer);
     std::printf(
         "[I] Engine built in %.1f ms (%zu bytes); %d kernel candidates timed in %.1f ms, %d from the timing "
         "cache\n",

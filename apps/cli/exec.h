@@ -19,6 +19,8 @@ struct ExecOptions {
   int threads = 0;  ///< CPU threads (0: OpenMP's default)
   int optimization_level = 3;
   std::string timing_cache;
+  std::vector<std::string> disable_passes;  ///< optimizer passes to skip by name ("all": no optimization)
+  std::string dump_graph;                   ///< a folder for the graph before and after each pass
   std::string mem_pool_size;  ///< "workspace:64M" (trtexec's --memPoolSize; MiB without a suffix)
   bool dump_profile = false;
   std::string export_profile, export_layer_info;

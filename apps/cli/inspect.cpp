@@ -119,6 +119,9 @@ int run_inspect(const InspectOptions& opt) {
     BuildReport report;
     auto engine = build_engine(g, BuildOptions{}, &report);
     if (!engine) return fail(engine.status());
+    std::printf("  optimizer: %zu -> %zu layers\n", report.optimizer.nodes_before, report.optimizer.nodes_after);
+    for (auto& a : report.optimizer.applied) std::printf("    %s\n", a.c_str());
+    for (auto& r : report.optimizer.refused) std::printf("    not %s\n", r.c_str());
     for (auto& c : report.choices) std::printf("  %s\n", c.c_str());
   }
   return 0;

@@ -59,6 +59,10 @@ int run(int argc, char** argv) {
   exec->add_option("--builderOptimizationLevel", exec_opt.optimization_level,
                    "0: first accepting kernel per layer; 1-5: time every kernel and tactic (default 3)");
   exec->add_option("--timingCacheFile", exec_opt.timing_cache, "read and update kernel timings in this file");
+  exec->add_option("--disable-pass", exec_opt.disable_passes,
+                   "skip this optimizer pass (repeat for more; 'all' turns the optimizer off; --verbose lists them)");
+  exec->add_option("--dump-graph", exec_opt.dump_graph,
+                   "write the graph to this folder before the optimizer and after each pass that changed it");
   exec->add_option("--memPoolSize", exec_opt.mem_pool_size,
                    "workspace:SIZE: scratch memory one layer may use (MiB, or a suffix B, K, M, G)");
   exec->add_flag("--dumpProfile", exec_opt.dump_profile, "time every layer over extra runs and print the table");

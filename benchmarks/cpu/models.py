@@ -58,11 +58,16 @@ class BertEncoder(nn.Module):
         self.token_type = nn.Embedding(2, hidden)
         self.embedding_norm = nn.LayerNorm(hidden, eps=1e-12)
         self.layers = nn.ModuleList(EncoderLayer(hidden, heads, ffn) for _ in range(layers))
-        for m in self.modules():  # BERT's initialisation: N(0, 0.02) weights, zero biases
+        # BERT's initialisation, N(0, 0.02) weights, with small random biases and norm parameters as a trained
+        # model has (zeros and ones would let an optimizer drop the adds and scales, which a real model keeps).
+        for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(m.weight, std=0.02)
             if isinstance(m, nn.Linear):
-                nn.init.zeros_(m.bias)
+                nn.init.normal_(m.bias, std=0.02)
+            if isinstance(m, nn.LayerNorm):
+                nn.init.normal_(m.weight, mean=1.0, std=0.02)
+                nn.init.normal_(m.bias, std=0.02)
 
     def forward(self, input_ids, attention_mask):
         seq = input_ids.shape[1]

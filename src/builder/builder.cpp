@@ -97,12 +97,32 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
   return plan;
 }
 
+nlohmann::json optimizer_json(const OptimizerReport& r) {
+  nlohmann::json j = {
+      {"nodes_before", r.nodes_before}, {"nodes_after", r.nodes_after}, {"applied", r.applied}, {"refused", r.refused}};
+  for (const PassRecord& p : r.passes) j["passes"].push_back({{"pass", p.pass}, {"changes", p.changes}, {"ms", p.ms}});
+  return j;
+}
+
 }  // namespace
 
-Result<std::string> build_engine(const Graph& graph, const BuildOptions& options, BuildReport* report) {
-  KILN_RETURN_IF_ERROR(graph.verify());
+BackendHook backend_hook(Backend backend) {
+  return [backend](const Node& n) -> Status {
+    if (runs_on_host(n)) return Status::ok();
+    auto impl = KernelRegistry::global().select(node_call(n), backend);
+    return impl ? Status::ok() : impl.take_status();
+  };
+}
+
+Result<std::string> build_engine(const Graph& input_graph, const BuildOptions& options, BuildReport* report) {
+  KILN_RETURN_IF_ERROR(input_graph.verify());
   BuildReport local;
   BuildReport& rep = report ? *report : local;
+  std::unique_ptr<Graph> optimized = input_graph.clone();
+  PassOptions pass_options = options.passes;
+  pass_options.backend = backend_hook(options.backend);
+  KILN_RETURN_IF_ERROR(run_passes(*optimized, pass_options, &rep.optimizer));
+  const Graph& graph = *optimized;
   std::vector<std::string> failures;
   if (options.optimization_level < 0 || options.optimization_level > 5)
     return invalid_argument("the optimization level must be 0 to 5, not ", options.optimization_level);
@@ -150,6 +170,7 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
   sections["weights"] = std::move(parts.weights);
   sections["plan"] = plan.dump();
   if (!prepared.empty()) sections["prepared"] = std::move(prepared);
+  sections["optimizer"] = optimizer_json(rep.optimizer).dump();
   return write_engine_container(header, sections);
 }
 

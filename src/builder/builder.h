@@ -9,6 +9,7 @@
 #include "graph/graph.h"
 #include "kernels/registry.h"
 #include "kiln/network.h"
+#include "passes/pass_manager.h"
 
 namespace kiln {
 
@@ -25,6 +26,9 @@ struct BuildOptions {
   uint64_t workspace_limit = 0;
   /// CPU threads for timing and running (0: leave the process setting as it is).
   int threads = 0;
+  /// The graph optimizer (src/passes): on by default; passes can be switched off by name, the graph dumped.
+  /// Its backend hook is set by the builder.
+  PassOptions passes;
   /// Entries added to the engine header's `extra` map (the public API's optimization profiles, verbosity).
   std::map<std::string, std::string> header_extra;
 };
@@ -35,13 +39,18 @@ struct BuildReport {
   std::vector<std::string> warnings;
   int timed = 0, cached = 0;  ///< candidates measured, and read from the timing cache
   double timing_ms = 0;       ///< time spent measuring candidates
+  OptimizerReport optimizer;  ///< what the passes changed and refused
 };
 
 /// The kernel call of a graph node: its schema, attributes, input and output descriptions and constants.
 OpCall node_call(const Node& node);
 
-/// Builds a serialized engine; errors list every node no implementation accepts, with the reasons.
-/// Kernel choices and timings are logged at the verbose level.
+/// The optimizer's backend hook for `backend`: OK when a kernel of that backend (not the reference fallback)
+/// accepts the node, or the node runs on the host.
+BackendHook backend_hook(Backend backend);
+
+/// Builds a serialized engine from an optimized copy of `graph` (the passes of options.passes); errors list every node
+/// no implementation accepts, with the reasons. Kernel choices and timings are logged at the verbose level.
 Result<std::string> build_engine(const Graph& graph, const BuildOptions& options, BuildReport* report = nullptr);
 /// The same for a network made with the network definition API.
 Result<std::string> build_engine(const Network& network, const BuildOptions& options, BuildReport* report = nullptr);

@@ -236,6 +236,66 @@ void Graph::replace_all_uses(Value* from, Value* to) {
     if (out == from) out = to;
 }
 
+Status Graph::set_input(Node* node, int i, Value* value) {
+  if (i < 0 || i >= static_cast<int>(node->inputs.size()))
+    return invalid_argument("set_input: input ", i, " of ", node->inputs.size()).with_node(node->context());
+  if (value && !owned_.count(value))
+    return invalid_argument("set_input: '", value->name, "' is not a value of this graph").with_node(node->context());
+  if (Value* old = node->inputs[i]) {
+    auto& uses = old->uses;
+    uses.erase(std::remove_if(uses.begin(), uses.end(), [&](const Use& u) { return u.node == node && u.input == i; }),
+               uses.end());
+  }
+  node->inputs[i] = value;
+  if (value) value->uses.push_back({node, i});
+  return Status::ok();
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto g = std::make_unique<Graph>();
+  std::unordered_map<const Value*, Value*> map;
+  std::unordered_map<const Node*, Node*> node_map;
+  for (auto& v : values_) {
+    Value* c = g->new_value(v->name);
+    const int id = c->id;
+    *c = *v;  // fields; the pointers into this graph are remapped below
+    c->id = id;
+    c->producer = nullptr;
+    c->uses.clear();
+    map[v.get()] = c;
+  }
+  g->next_value_id_ = next_value_id_;
+  for (auto& n : nodes_) {
+    auto c = std::make_unique<Node>();
+    c->id = n->id;
+    c->name = n->name;
+    c->schema = n->schema;
+    c->attrs = n->attrs ? n->attrs->clone() : nullptr;
+    c->expected_input_types = n->expected_input_types;
+    for (const Subgraph& sub : n->subgraphs) c->subgraphs.push_back({sub.name, sub.graph->clone()});
+    for (Value* in : n->inputs) c->inputs.push_back(in ? map.at(in) : nullptr);
+    for (Value* out : n->outputs) {
+      Value* o = map.at(out);
+      o->producer = c.get();
+      c->outputs.push_back(o);
+    }
+    node_map[n.get()] = c.get();
+    g->node_by_name_.emplace(c->name, c.get());
+    g->nodes_.push_back(std::move(c));
+  }
+  g->next_node_id_ = next_node_id_;
+  for (Value* v : inputs_) g->inputs_.push_back(map.at(v));
+  for (Value* v : outputs_) g->outputs_.push_back(map.at(v));
+  for (Value* v : captures_) g->captures_.push_back(map.at(v));
+  // Uses in the same order as here, so passes see the same graph.
+  for (auto& v : values_) {
+    Value* c = map.at(v.get());
+    c->uses.clear();
+    for (const Use& u : v->uses) c->uses.push_back({node_map.at(u.node), u.input});
+  }
+  return g;
+}
+
 Status Graph::remove_node(Node* node) {
   for (Value* out : node->outputs) {
     if (!out->uses.empty())

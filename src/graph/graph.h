@@ -93,6 +93,9 @@ class Graph {
   Graph() = default;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
+  /// A deep copy (values, nodes, attributes, subgraphs; constants share their host data, which passes never
+  /// change in place). The optimizer rewrites a clone so the caller's graph stays as it was.
+  std::unique_ptr<Graph> clone() const;
 
   /// A graph input; `dim_names` (optional) names symbolic dims.
   Result<Value*> add_input(std::string name, DataType dtype, Dims dims, std::vector<std::string> dim_names = {});
@@ -124,6 +127,9 @@ class Graph {
   Result<std::vector<Node*>> topological_order() const;
   /// Points every use of `from` (and the graph outputs) at `to`.
   void replace_all_uses(Value* from, Value* to);
+  /// Sets input `i` of `node` to `value` (nullptr: a skipped optional input), keeping both values' uses
+  /// current. Shapes are not re-inferred: the caller keeps the node valid (verify() checks).
+  Status set_input(Node* node, int i, Value* value);
   /// Removes a node whose outputs have no uses and are not graph outputs.
   Status remove_node(Node* node);
   /// Drops nodes and constants nothing reaches the outputs through.

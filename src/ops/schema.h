@@ -87,6 +87,12 @@ struct OpSchema {
   /// Control flow, sequence and optional ops: the runtime runs them on the host itself (they move
   /// values and run subgraphs; no kernel computes them).
   bool host = false;
+  /// Traits the optimizer's passes read.
+  /// Each output element depends only on the input elements at the same (broadcast) index: Activation,
+  /// ElementWise, Unary, Cast, Where.
+  bool pointwise = false;
+  /// Equal inputs and attributes give equal outputs (common-subexpression elimination may merge two nodes).
+  bool deterministic = true;
   std::function<std::unique_ptr<Attrs>()> make_attrs;
   InferFn infer;
   GradRule grad;

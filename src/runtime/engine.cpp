@@ -126,6 +126,7 @@ Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_vi
   engine->header_ = std::move(c.header);
   engine->graph_ = std::move(c.graph);
   engine->prepared_ = std::move(c.prepared);
+  engine->optimizer_ = std::move(c.optimizer);
   const auto plan = nlohmann::json::parse(c.plan, nullptr, false);
   if (plan.is_discarded() || !plan.is_array())
     return invalid_argument("the engine plan is corrupt; rebuild the engine from the model");

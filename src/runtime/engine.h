@@ -96,12 +96,15 @@ class EngineImpl : public std::enable_shared_from_this<EngineImpl> {
   Result<std::unique_ptr<ContextImpl>> create_execution_context() const;
 
   const GraphPlan& plan() const { return plan_; }
+  /// What the optimizer did when the engine was built (JSON: applied and refused rewrites), or "".
+  const std::string& optimizer_report() const { return optimizer_; }
   /// Steps in all plans (the number of kernel instances a context holds).
   int step_count() const { return step_count_; }
 
  private:
   EngineHeader header_;
   std::unique_ptr<Graph> graph_;
+  std::string optimizer_;
   Tensor prepared_;  ///< the prepared section that steps' `prepared` views point into
   GraphPlan plan_;
   int step_count_ = 0;

@@ -55,6 +55,7 @@ Result<EngineFileContents> read_engine_file(std::string_view bytes, std::shared_
                   str_cat("the engine's graph is malformed (", graph.status().message(), ")", kRebuild));
   out.graph = std::move(*graph);
   out.plan = c.sections["plan"];
+  if (auto it = c.sections.find("optimizer"); it != c.sections.end()) out.optimizer = it->second;
   return out;
 }
 

@@ -13,6 +13,8 @@ struct EngineFileContents {
   EngineHeader header;
   std::unique_ptr<Graph> graph;
   std::string_view plan;  ///< the plan section's JSON, a view into the bytes read
+  /// The optimizer section's JSON (passes applied and refused), empty when the engine has none.
+  std::string optimizer;
   /// The prepared section (kernels' build-time data, e.g. weights in oneDNN's layout), uint8; undefined when
   /// the engine has none. In place over `storage` when given, else a copy.
   Tensor prepared;

@@ -47,6 +47,10 @@ std::string layer_info_json(const EngineImpl& engine, ContextImpl* ctx) {
     bindings.back()["Mode"] = "output";
   }
   nlohmann::json out = {{"Layers", layers}, {"Bindings", bindings}, {"KilnVersion", engine.header().kiln_version}};
+  if (!engine.optimizer_report().empty()) {
+    auto optimizer = nlohmann::json::parse(engine.optimizer_report(), nullptr, false);
+    if (!optimizer.is_discarded()) out["Optimizer"] = std::move(optimizer);
+  }
   if (ctx) {
     auto memory = ctx->memory_report();
     if (memory)

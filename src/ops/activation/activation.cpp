@@ -82,6 +82,7 @@ OpSchema activation_schema() {
     }
     return one_output(x.dtype, x.dims);
   };
+  s.pointwise = true;
   return s;
 }
 

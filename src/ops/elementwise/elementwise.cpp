@@ -108,6 +108,7 @@ OpSchema elementwise_schema() {
     const DataType out = is_comparison(a.op) || is_logical(a.op) ? DataType::kBool : ctx.input(0).dtype;
     return one_output(out, dims);
   };
+  s.pointwise = true;
   return s;
 }
 
@@ -128,6 +129,7 @@ OpSchema where_schema() {
     KILN_ASSIGN_OR_RETURN(Dims dims, broadcast_inputs(ctx, "Where", names, {0, 1, 2}));
     return one_output(dx, dims);
   };
+  s.pointwise = true;
   return s;
 }
 
@@ -143,6 +145,7 @@ OpSchema cast_schema() {
     if (!is_known_dtype(from)) return invalid_argument("Cast has no kernels for input dtype ", dtype_name(from));
     return one_output(a.to, ctx.input(0).dims);
   };
+  s.pointwise = true;
   return s;
 }
 

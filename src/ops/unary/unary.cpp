@@ -71,6 +71,7 @@ OpSchema unary_schema() {
     }
     return one_output(d, ctx.input(0).dims);
   };
+  s.pointwise = true;
   return s;
 }
 

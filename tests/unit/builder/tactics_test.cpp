@@ -80,7 +80,7 @@ TEST(TimingCache, AnotherDeviceOrVersionIsIgnoredWithAWarning) {
 TEST(TimingCache, MalformedFilesAreErrorsNamingTheFile) {
   const std::string path = temp_path("kiln_cache_bad.json");
   const std::string version = version_string();
-  for (const std::string text :
+  for (const std::string& text :
        {std::string("not json"), std::string("[1, 2]"), std::string(R"({"times": {}})"),
         str_cat(R"({"kiln_version": ")", version, R"(", "device": "d", "times": {"k": "fast"}})"),
         str_cat(R"({"kiln_version": ")", version, R"(", "device": "d", "times": {"k": -1}})")}) {

@@ -1,0 +1,16 @@
+#include "passes/passes.h"
+
+namespace kiln {
+
+std::vector<Pass> all_optimizer_passes() {
+  // Cleanup first (fusions see the simplest graph), fusions in the order they depend on each other, cleanup
+  // again for what the fusions left.
+  return {
+      constant_folding_pass(),
+      no_op_removal_pass(),
+      common_subexpression_pass(),
+      dead_code_pass(),
+  };
+}
+
+}  // namespace kiln
