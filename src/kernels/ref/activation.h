@@ -2,6 +2,8 @@
 // The scalar definition of every activation, shared by the reference, CPU and CUDA kernels.
 #include <math.h>
 
+#include <cstdint>
+
 #include "kernels/common/host_device.h"
 #include "ops/activation/activation.h"
 
@@ -35,6 +37,12 @@ KILN_HD inline float activation(ActivationKind kind, float alpha, float beta, fl
 
 inline float activation(const ActivationAttrs& a, float x, float slope = 0.f) {
   return activation(a.kind, a.alpha, a.beta, x, slope);
+}
+
+/// Applies a fused activation (when on) to `n` floats in place.
+inline void apply_fused(const FusedActivation& f, float* data, int64_t n) {
+  if (!f.on) return;
+  for (int64_t i = 0; i < n; ++i) data[i] = activation(f.kind, f.alpha, f.beta, data[i]);
 }
 
 }  // namespace kiln::ref

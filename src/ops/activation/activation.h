@@ -43,4 +43,24 @@ struct ActivationAttrs : AttrsOf<ActivationAttrs> {
 /// Attributes of `kind` with the conventional defaults for alpha and beta (ONNX's).
 ActivationAttrs activation_defaults(ActivationKind kind);
 
+/// An activation fused into the layer before it (convolution, matrix multiply, fully connected, scale) by the
+/// optimizer: applied to the layer's result, after its bias and residual sum. Off by default. A layer's
+/// attributes list it with `fused.visit(v)`, giving the fields "fused_activation", "fused_kind", "fused_alpha",
+/// "fused_beta". PReLU (a second input) is never fused.
+struct FusedActivation {
+  bool on = false;
+  ActivationKind kind = ActivationKind::kRelu;
+  float alpha = 0.f;
+  float beta = 0.f;
+
+  template <class V>
+  void visit(V& v) {
+    v("fused_activation", on);
+    v("fused_kind", kind);
+    v("fused_alpha", alpha);
+    v("fused_beta", beta);
+  }
+  static FusedActivation from(const ActivationAttrs& a) { return {true, a.kind, a.alpha, a.beta}; }
+};
+
 }  // namespace kiln
