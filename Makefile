@@ -40,10 +40,12 @@ test-tsan: deps
 	@cmake --build --preset tsan -j $(JOBS)
 	@ctest --preset tsan -j $(JOBS)
 
-# The ONNX backend test suite: writes docs/onnx-conformance.md, fails below tests/onnx/floor.txt.
+# The ONNX backend test suite, with the graph optimizer and without: writes docs/onnx-conformance.md, fails below
+# tests/onnx/floor.txt or where a test passes only without the optimizer.
 conformance: build
 	build/bin/kiln_onnx_conformance --write docs/onnx-conformance.md --floor tests/onnx/floor.txt \
-	  --known-failures tests/onnx/known-failures.txt
+	  --known-failures tests/onnx/known-failures.txt --check-optimizer
+	build/bin/kiln_onnx_conformance --no-optimizer --floor tests/onnx/floor.txt
 
 # libFuzzer (clang + ASan) on the ONNX importer and on the engine reader; FUZZ_SECONDS bounds each run.
 FUZZ_SECONDS ?= 600
