@@ -10,6 +10,14 @@ std::vector<Pass> all_optimizer_passes() {
       no_op_removal_pass(),
       common_subexpression_pass(),
       dead_code_pass(),
+      // Fusions.
+      shuffle_shuffle_pass(),
+      shuffle_reduce_pass(),
+      reduce_pooling_pass(),
+      reduction_fusions_pass(),
+      scale_activation_pass(),
+      // Cleanup after the fusions.
+      dead_code_pass(),
   };
 }
 

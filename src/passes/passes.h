@@ -11,6 +11,13 @@ Pass dead_code_pass();
 Pass common_subexpression_pass();
 Pass no_op_removal_pass();
 
+// The seed's catalog beyond convolution and GEMM (seed_fusions.cpp).
+Pass shuffle_shuffle_pass();
+Pass shuffle_reduce_pass();
+Pass reduce_pooling_pass();
+Pass reduction_fusions_pass();
+Pass scale_activation_pass();
+
 /// Every pass in the order they run (pass_manager.cpp keeps one copy).
 std::vector<Pass> all_optimizer_passes();
 

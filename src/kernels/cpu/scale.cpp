@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/parallel.h"
+#include "kernels/ref/activation.h"
 #include "kernels/registry.h"
 #include "ops/scale/scale.h"
 
@@ -14,6 +15,7 @@ struct Coefficients {
   const float* shift;
   const float* scale;
   const float* power;
+  const FusedActivation* fused;
 
   float apply(float v, int64_t c) const {
     if (scale) v *= scale[c];
@@ -23,7 +25,8 @@ struct Coefficients {
   }
 };
 
-// y[i] = f(x[i], coefficient index(i)) over one contiguous run of `len` elements.
+// y[i] = f(x[i], coefficient index(i)) over one contiguous run of `len` elements, then the fused activation
+// while the run is in cache.
 template <class Index>
 void apply_run(const Coefficients& k, const float* src, float* dst, int64_t len, Index index) {
   if (!k.power && k.scale && k.shift) {
@@ -31,6 +34,7 @@ void apply_run(const Coefficients& k, const float* src, float* dst, int64_t len,
   } else {
     for (int64_t j = 0; j < len; ++j) dst[j] = k.apply(src[j], index(j));
   }
+  ref::apply_fused(*k.fused, dst, len);
 }
 
 Status run_scale(KernelContext& ctx) {
@@ -40,7 +44,7 @@ Status run_scale(KernelContext& ctx) {
   auto param = [&](size_t i) {
     return ctx.src.size() > i && ctx.src[i].defined() ? ctx.src[i].data<float>() : nullptr;
   };
-  const Coefficients k{param(1), param(2), param(3)};
+  const Coefficients k{param(1), param(2), param(3), &attrs.fused};
   const float* src = x.data<float>();
   float* dst = ctx.dst[0].data<float>();
   const int64_t n = x.numel();

@@ -1,6 +1,7 @@
 // Reference Scale: y = (x * scale + shift) ^ power, one element at a time.
 #include <cmath>
 
+#include "kernels/ref/activation.h"
 #include "kernels/registry.h"
 #include "ops/scale/scale.h"
 
@@ -26,7 +27,7 @@ Status run_scale(KernelContext& ctx) {
     if (scale) v *= scale[c];
     if (shift) v += shift[c];
     if (power) v = std::pow(v, power[c]);
-    dst[i] = v;
+    dst[i] = attrs.fused.on ? ref::activation(attrs.fused.kind, attrs.fused.alpha, attrs.fused.beta, v) : v;
   }
   return Status::ok();
 }

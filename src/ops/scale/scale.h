@@ -2,6 +2,7 @@
 // Scale: y = (x * scale + shift) ^ power with per-tensor, per-channel or per-element coefficients
 // (TensorRT's IScaleLayer).
 #include "kiln/dims.h"
+#include "ops/activation/activation.h"
 #include "ops/attrs.h"
 
 namespace kiln {
@@ -16,14 +17,17 @@ const char* enum_name(ScaleMode mode);
 
 /// Inputs: x, then shift, scale, power, each optional (defaults 0, 1, 1). Coefficients may have any
 /// shape with the element count that `mode` asks for.
+/// `fused` (the optimizer's scale + activation fusion) applies an activation to the result.
 struct ScaleAttrs : AttrsOf<ScaleAttrs> {
   ScaleMode mode = ScaleMode::kUniform;
   int64_t channel_axis = 1;
+  FusedActivation fused;
 
   template <class V>
   void visit(V& v) {
     v("mode", mode);
     v("channel_axis", channel_axis);
+    fused.visit(v);
   }
 };
 
