@@ -18,6 +18,7 @@
 
 #include "builder/builder.h"
 #include "kernels/cpu/threads.h"
+#include "kiln/logger.h"
 #include "kiln/strings.h"
 #include "onnx/importer.h"
 #include "onnx/tensor_proto.h"
@@ -95,6 +96,17 @@ Result<uint64_t> workspace_limit(const std::string& spec) {
   return static_cast<uint64_t>(value * scale);
 }
 
+// "conv1:fp16" -> {"conv1", float16}; the name may itself hold ':' (the last one splits).
+Result<std::pair<std::string, DataType>> layer_precision(const std::string& spec) {
+  const size_t colon = spec.rfind(':');
+  const std::string name = colon == std::string::npos ? "" : spec.substr(0, colon);
+  const std::string p = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  const DataType t = p == "fp32" ? DataType::kFloat32 : p == "fp16" ? DataType::kFloat16 : DataType::kBFloat16;
+  if (name.empty() || (p != "fp32" && p != "fp16" && p != "bf16"))
+    return invalid_argument("--layerPrecisions '", spec, "': give layerName:fp32, layerName:fp16 or layerName:bf16");
+  return std::make_pair(name, t);
+}
+
 // "[I] Optimizer: 122 -> 73 layers (conv-activation 33, conv-elementwise 16)"; each rewrite at --verbose.
 void print_optimizer_report(const OptimizerReport& r) {
   std::string counts;
@@ -103,6 +115,10 @@ void print_optimizer_report(const OptimizerReport& r) {
   std::printf("[I] Optimizer: %zu -> %zu layers%s%s%s\n", r.nodes_before, r.nodes_after, counts.empty() ? "" : " (",
               counts.c_str(), counts.empty() ? "" : ")");
   if (!r.refused.empty()) std::printf("[I] Optimizer: %zu rewrites refused (--verbose says why)\n", r.refused.size());
+  if (Logger::global().level() >= Severity::kVerbose)
+    for (const PassRecord& p : r.passes)
+      std::printf("[V] optimizer pass %-22s %3d changes %8.2f ms (--disable-pass %s)\n", p.pass.c_str(), p.changes,
+                  p.ms, p.pass.c_str());
 }
 }  // namespace
 
@@ -137,6 +153,14 @@ int run_exec(const ExecOptions& opt) {
         build_opt.passes.disabled.insert(name);
     }
     build_opt.passes.dump_dir = opt.dump_graph;
+    build_opt.passes.precision.fp16 = opt.fp16;
+    build_opt.passes.precision.bf16 = opt.bf16;
+    build_opt.passes.precision.tf32 = opt.tf32;
+    for (const std::string& spec : opt.layer_precisions) {
+      auto pin = layer_precision(spec);
+      if (!pin) return fail(pin.status());
+      build_opt.passes.precision.pinned[pin->first] = pin->second;
+    }
     if (!opt.mem_pool_size.empty()) {
       auto limit = workspace_limit(opt.mem_pool_size);
       if (!limit) return fail(limit.status());

@@ -21,7 +21,9 @@ struct ExecOptions {
   std::string timing_cache;
   std::vector<std::string> disable_passes;  ///< optimizer passes to skip by name ("all": no optimization)
   std::string dump_graph;                   ///< a folder for the graph before and after each pass
-  std::string mem_pool_size;  ///< "workspace:64M" (trtexec's --memPoolSize; MiB without a suffix)
+  bool fp16 = false, bf16 = false, tf32 = false;
+  std::vector<std::string> layer_precisions;  ///< "layer:fp16" (trtexec's --layerPrecisions)
+  std::string mem_pool_size;                  ///< "workspace:64M" (trtexec's --memPoolSize; MiB without a suffix)
   bool dump_profile = false;
   std::string export_profile, export_layer_info;
   std::string external_data_root;

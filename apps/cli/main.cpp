@@ -63,6 +63,12 @@ int run(int argc, char** argv) {
                    "skip this optimizer pass (repeat for more; 'all' turns the optimizer off; --verbose lists them)");
   exec->add_option("--dump-graph", exec_opt.dump_graph,
                    "write the graph to this folder before the optimizer and after each pass that changed it");
+  exec->add_flag("--fp16", exec_opt.fp16, "let layers run in float16 where a kernel exists (others stay float32)");
+  exec->add_flag("--bf16", exec_opt.bf16, "let layers run in bfloat16 where a kernel exists (others stay float32)");
+  exec->add_flag("--tf32", exec_opt.tf32, "let CUDA matrix kernels round inputs to TF32");
+  exec->add_option("--layerPrecisions", exec_opt.layer_precisions,
+                   "pin layers to a precision: name:fp32|fp16|bf16, comma-separated (the layer's ONNX node name)")
+      ->delimiter(',');
   exec->add_option("--memPoolSize", exec_opt.mem_pool_size,
                    "workspace:SIZE: scratch memory one layer may use (MiB, or a suffix B, K, M, G)");
   exec->add_flag("--dumpProfile", exec_opt.dump_profile, "time every layer over extra runs and print the table");

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -87,7 +88,8 @@ class OnnxParser {
 };
 
 /// Precisions the builder may choose besides FP32 (TensorRT's BuilderFlag). Layers without a kernel
-/// in a requested precision run in FP32, with a verbose log line naming the layer.
+/// in a requested precision run in FP32, with a verbose log line naming the layer; softmax, norms and
+/// reductions always run in FP32. TF32 concerns the CUDA backend's matrix kernels.
 enum class BuilderFlag : uint32_t { kFp16 = 1, kBf16 = 2, kTf32 = 4 };
 
 enum class MemoryPoolType { kWorkspace };
@@ -109,12 +111,11 @@ class BuilderConfig {
   Status set_profile_shapes(const std::string& input, const Dims& min, const Dims& opt, const Dims& max);
   const std::map<std::string, ShapeRange>& profile_shapes() const { return profiles_; }
 
-  /// A file that keeps kernel timings across builds. Passed to the builder, which uses it once it times
-  /// tactics (today's CPU builder takes the first accepting kernel and times nothing).
+  /// A file that keeps kernel timings across builds (read before timing, updated after).
   void set_timing_cache_path(std::string path) { timing_cache_path_ = std::move(path); }
   const std::string& timing_cache_path() const { return timing_cache_path_; }
 
-  /// 0 (fastest build) to 5 (most tactics timed); default 3. Passed to the builder like the timing cache.
+  /// 0 (fastest build: the first accepting kernel per layer) to 5 (most tactics timed); default 3.
   Status set_optimization_level(int level);
   int optimization_level() const { return optimization_level_; }
 
@@ -126,12 +127,26 @@ class BuilderConfig {
   Status set_threads(int threads);
   int threads() const { return threads_; }
 
+  /// Runs layer `layer` (or the fused layer it becomes part of) in `precision` (float32, float16 or
+  /// bfloat16) whatever the flags say; without a fast kernel in it, the layer runs on the reference kernels.
+  Status set_layer_precision(const std::string& layer, DataType precision);
+  const std::map<std::string, DataType>& layer_precisions() const { return layer_precisions_; }
+
+  /// The graph optimizer: on by default; a pass can be switched off by name (kiln exec --verbose lists them).
+  void set_optimizer_enabled(bool on) { optimizer_ = on; }
+  bool optimizer_enabled() const { return optimizer_; }
+  void disable_pass(const std::string& name) { disabled_passes_.insert(name); }
+  const std::set<std::string>& disabled_passes() const { return disabled_passes_; }
+
  private:
   uint32_t flags_ = 0;
   uint64_t workspace_limit_ = 0;
   std::map<std::string, ShapeRange> profiles_;
   std::string timing_cache_path_;
   int optimization_level_ = 3;
+  std::map<std::string, DataType> layer_precisions_;
+  bool optimizer_ = true;
+  std::set<std::string> disabled_passes_;
   ProfilingVerbosity verbosity_ = ProfilingVerbosity::kLayerNamesOnly;
   int threads_ = 0;
 };

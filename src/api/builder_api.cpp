@@ -119,6 +119,15 @@ Result<NetworkDefinition> OnnxParser::parse(const std::string& bytes, const std:
 
 // ---- BuilderConfig ----
 
+Status BuilderConfig::set_layer_precision(const std::string& layer, DataType precision) {
+  if (precision != DataType::kFloat32 && precision != DataType::kFloat16 && precision != DataType::kBFloat16)
+    return invalid_argument("set_layer_precision('", layer, "'): a layer runs in float32, float16 or bfloat16, not ",
+                            dtype_name(precision));
+  if (layer.empty()) return invalid_argument("set_layer_precision: give the layer's name");
+  layer_precisions_[layer] = precision;
+  return Status::ok();
+}
+
 void BuilderConfig::set_flag(BuilderFlag flag, bool on) {
   if (on)
     flags_ |= static_cast<uint32_t>(flag);
@@ -193,33 +202,15 @@ Status check_profiles(const Graph& g, const BuilderConfig& config) {
   return Status::ok();
 }
 
-bool has_float_output(const Node& n) {
-  for (const Value* v : n.outputs)
-    if (v && is_floating(v->dtype)) return true;
-  return false;
-}
-
-// The builder has no reduced-precision kernels yet: every layer a flag would concern stays in FP32.
-void log_precision_fallbacks(const Graph& g, const BuilderConfig& config) {
-  const std::pair<BuilderFlag, const char*> flags[] = {
-      {BuilderFlag::kFp16, "FP16"}, {BuilderFlag::kBf16, "BF16"}, {BuilderFlag::kTf32, "TF32"}};
-  for (const auto& [flag, name] : flags) {
-    if (!config.flag(flag)) continue;
-    int count = 0;
-    for (const Node* n : g.nodes()) {
-      if (!has_float_output(*n)) continue;
-      ++count;
-      log_verbose("builder: layer '", n->name, "' (", n->op(), ") runs in FP32: it has no ", name, " kernel");
-    }
-    if (count > 0)
-      log_info("builder: ", name, " requested; ", count, " layers run in FP32 (no ", name, " kernels yet)");
-  }
-}
-
 Result<std::string> build(const Graph& g, const BuilderConfig& config) {
   KILN_RETURN_IF_ERROR(check_profiles(g, config));
-  log_precision_fallbacks(g, config);
   BuildOptions options;
+  options.passes.enabled = config.optimizer_enabled();
+  options.passes.disabled = config.disabled_passes();
+  options.passes.precision.fp16 = config.flag(BuilderFlag::kFp16);
+  options.passes.precision.bf16 = config.flag(BuilderFlag::kBf16);
+  options.passes.precision.tf32 = config.flag(BuilderFlag::kTf32);
+  options.passes.precision.pinned = config.layer_precisions();
   options.workspace_limit = config.memory_pool_limit(MemoryPoolType::kWorkspace);
   options.optimization_level = config.optimization_level();
   options.timing_cache_path = config.timing_cache_path();

@@ -121,6 +121,7 @@ Result<std::string> build_engine(const Graph& input_graph, const BuildOptions& o
   std::unique_ptr<Graph> optimized = input_graph.clone();
   PassOptions pass_options = options.passes;
   pass_options.backend = backend_hook(options.backend);
+  pass_options.precision.prefer_fp16 = options.backend == Backend::kCuda;
   KILN_RETURN_IF_ERROR(run_passes(*optimized, pass_options, &rep.optimizer));
   const Graph& graph = *optimized;
   std::vector<std::string> failures;

@@ -2,6 +2,7 @@
 // A pass: a named graph rewrite the pass manager runs, logs and can switch off by name. Passes report
 // what they changed ("fused 'conv1' + 'relu1'") and, for fusions, what they refused and why.
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,14 +14,26 @@ namespace kiln {
 /// (a fusion is only made where it can run fast), else the reason.
 using BackendHook = std::function<Status(const Node& node)>;
 
+/// The precisions layers may run in besides float32 (BuilderConfig's flags) and the layers the user pinned.
+struct PrecisionOptions {
+  bool fp16 = false;
+  bool bf16 = false;
+  bool tf32 = false;  ///< matrix kernels may round inputs to TF32 (CUDA); the CPU computes in float32
+  /// Layer name -> float32, float16 or bfloat16. A fused layer follows a pin on any of its parts.
+  std::map<std::string, DataType> pinned;
+  bool prefer_fp16 = false;  ///< try float16 before bfloat16 (GPUs); otherwise bfloat16 first (CPUs)
+  bool any() const { return fp16 || bf16 || !pinned.empty(); }
+};
+
 class PassContext {
  public:
-  PassContext(Graph& graph, BackendHook backend, std::string pass)
-      : graph_(graph), backend_(std::move(backend)), pass_(std::move(pass)) {}
+  PassContext(Graph& graph, BackendHook backend, std::string pass, PrecisionOptions precision = {})
+      : graph_(graph), backend_(std::move(backend)), pass_(std::move(pass)), precision_(std::move(precision)) {}
 
   Graph& graph() { return graph_; }
   /// Whether the target backend runs `node` (always OK without a hook).
   Status backend_accepts(const Node& node) const { return backend_ ? backend_(node) : Status::ok(); }
+  const PrecisionOptions& precision() const { return precision_; }
   /// Records a change (logged at INFO with the pass's name).
   void applied(std::string what);
   /// Records a rewrite the pass considered and did not make, with the reason (logged at verbose).
@@ -32,6 +45,7 @@ class PassContext {
   Graph& graph_;
   BackendHook backend_;
   std::string pass_;
+  PrecisionOptions precision_;
   std::vector<std::string> applied_, refused_;
 };
 

@@ -14,7 +14,8 @@ struct PassOptions {
   std::set<std::string> disabled;  ///< pass names to skip (unknown names are an error listing the known ones)
   /// A folder to write the graph to: "00-input.txt", then "NN-<pass>.txt" after each pass that changed it.
   std::string dump_dir;
-  BackendHook backend;  ///< see BackendHook; empty: every fusion is assumed to run
+  BackendHook backend;         ///< see BackendHook; empty: every fusion is assumed to run
+  PrecisionOptions precision;  ///< for the precision pass
 };
 
 struct PassRecord {

