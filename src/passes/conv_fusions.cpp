@@ -52,6 +52,9 @@ std::string foldable_reason(const Node& conv) {
   return "";
 }
 
+// The output channels of a convolution with known weights [M, C / group, k...].
+int64_t output_channels(const Node& conv) { return conv.inputs[1]->value()->dims()[0]; }
+
 // A fresh value name from `base` (the graph's names are unique).
 std::string free_name(const Graph& g, const std::string& base) {
   std::string name = base;
@@ -131,7 +134,7 @@ Status fold_batchnorms(PassContext& ctx) {
       ctx.refused(str_cat("folding ", what, ": ", why));
       continue;
     }
-    auto f = batchnorm_affine(*bn, conv->outputs[0]->dims[1]);
+    auto f = batchnorm_affine(*bn, output_channels(*conv));
     if (!f) {
       ctx.refused(str_cat("folding ", what, ": ", f.status().message()));
       continue;
@@ -184,8 +187,7 @@ bool per_channel_shape(const Dims& dims, int rank) {
 }
 
 // The factors of an ElementWise multiply or add of the conv output by a constant `c`, or why not.
-Result<ChannelAffine> elementwise_affine(ElementWiseOp op, const Value& c, const Value& conv_out) {
-  const int64_t m = conv_out.dims[1];
+Result<ChannelAffine> elementwise_affine(ElementWiseOp op, const Value& c, const Value& conv_out, int64_t m) {
   if (!per_channel_shape(c.dims, conv_out.dims.rank()))
     return unsupported("the constant '", c.name, "' of shape ", c.dims.to_string(), " is not per channel of ",
                        conv_out.dims.to_string(), " ([C, 1, 1], [1, C, 1, 1] or one value)");
@@ -200,18 +202,21 @@ Result<ChannelAffine> elementwise_affine(ElementWiseOp op, const Value& c, const
 // nullopt when `next` is no candidate at all (an add of a tensor that is not constant: conv-elementwise-sum's).
 std::optional<Result<ChannelAffine>> scale_candidate(const Node& next, const Node& conv) {
   const Value* out = conv.outputs[0];
+  const auto* ew = attrs_if<ElementWiseAttrs>(&next, "ElementWise");
+  const Value* other = nullptr;
   if (next.op() == "Scale") {
     if (next.inputs[0] != out) return std::nullopt;
-    if (out->dtype != DataType::kFloat32) return Result<ChannelAffine>(unsupported("it is not float32"));
-    return scale_affine(next, out->dims[1], out->dims.rank());
+  } else {
+    if (!ew || (ew->op != ElementWiseOp::kProd && ew->op != ElementWiseOp::kSum) || next.inputs.size() != 2)
+      return std::nullopt;
+    other = next.inputs[0] == out ? next.inputs[1] : next.inputs[0];
+    if (!other || other == out || !other->value()) return std::nullopt;
   }
-  const auto* ew = attrs_if<ElementWiseAttrs>(&next, "ElementWise");
-  if (!ew || (ew->op != ElementWiseOp::kProd && ew->op != ElementWiseOp::kSum) || next.inputs.size() != 2)
-    return std::nullopt;
-  const Value* other = next.inputs[0] == out ? next.inputs[1] : next.inputs[0];
-  if (other == out || !other->value()) return std::nullopt;
   if (out->dtype != DataType::kFloat32) return Result<ChannelAffine>(unsupported("it is not float32"));
-  return elementwise_affine(ew->op, *other, *out);
+  if (!conv.inputs[1]->value())  // the weights' count of output channels is needed below
+    return Result<ChannelAffine>(unsupported("the weights '", conv.inputs[1]->name, "' are not constant"));
+  if (!other) return scale_affine(next, output_channels(conv), out->dims.rank());
+  return elementwise_affine(ew->op, *other, *out, output_channels(conv));
 }
 
 Status fold_scales(PassContext& ctx) {
@@ -219,9 +224,10 @@ Status fold_scales(PassContext& ctx) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, g.topological_order());
   for (Node* next : order) {
     if (next->op() != "Scale" && next->op() != "ElementWise") continue;
+    // Scale: its input x; ElementWise: either operand (the other one is the constant).
     Node* conv = nullptr;
-    for (Value* in : next->inputs)
-      if (in && conv_attrs(in->producer)) conv = in->producer;
+    for (size_t i = 0; i < (next->op() == "Scale" ? 1 : next->inputs.size()); ++i)
+      if (next->inputs[i] && conv_attrs(next->inputs[i]->producer)) conv = next->inputs[i]->producer;
     if (!conv) continue;
     auto f = scale_candidate(*next, *conv);
     if (!f) continue;
