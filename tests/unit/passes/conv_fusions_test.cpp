@@ -98,11 +98,16 @@ TEST(ConvFusions, BatchNormFoldsIntoTheConvolution) {
   // A second convolution reads the same weights: it keeps them.
   Node* other = *g.add_node("Convolution", "conv2", conv_attrs(), {x, conv->inputs[1]}, {"z"});
   mark(g, other);
+  // A convolution without a bias gets one.
+  Node* no_bias =
+      *g.add_node("Convolution", "conv3", conv_attrs(), {x, *g.add_constant("w3", values({4, 4, 3, 3}, 5))});
+  mark(g, add_bn(g, "bn3", no_bias->outputs[0], "v"));
   const Tensor before = g.find_value("conv1.w")->constant.clone().value();
 
   pass_test::Built built = expect_same_as_unoptimized(g, 1e-5);
   EXPECT_EQ(applied_by(built.report.optimizer, "batchnorm-folding"),
-            std::vector<std::string>{"folded 'conv1' + 'bn1' into 'conv1 + bn1' (new weights and bias)"});
+            (std::vector<std::string>{"folded 'conv1' + 'bn1' into 'conv1 + bn1' (new weights and bias)",
+                                      "folded 'conv3' + 'bn3' into 'conv3 + bn3' (new weights and bias)"}));
 
   optimize(g);
   Node* fused = g.find_node("conv1 + bn1");
@@ -111,6 +116,8 @@ TEST(ConvFusions, BatchNormFoldsIntoTheConvolution) {
   EXPECT_EQ(fused->outputs[0]->name, "y");
   EXPECT_NE(fused->inputs[1]->name, "conv1.w");
   EXPECT_EQ(g.find_node("conv2")->inputs[1]->name, "conv1.w");
+  ASSERT_NE(g.find_node("conv3 + bn3"), nullptr);
+  EXPECT_NE(g.find_node("conv3 + bn3")->inputs.at(2), nullptr);
   const Tensor& w = g.find_value("conv1.w")->constant;
   EXPECT_EQ(std::memcmp(w.raw(), before.raw(), w.nbytes()), 0);  // never changed in place
 }
