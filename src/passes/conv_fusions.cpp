@@ -83,12 +83,15 @@ Result<std::pair<Value*, Value*>> folded_parameters(Graph& g, const Node& conv, 
   return std::make_pair(new_w, new_b);
 }
 
-// Replaces `conv` + `next` by one Convolution with weights and bias folded by `f`. On a refusal (the backend)
-// the new constants are dropped again and the status says why.
-Result<Node*> fold_into_conv(PassContext& ctx, Node* conv, Node* next, const ChannelAffine& f, const std::string& tag) {
+// Replaces `conv` + `next` by one Convolution with weights and bias folded by `f` (and `act`, the activation
+// `next` had fused, as its epilogue). On a refusal (the backend) the new constants are dropped again and the
+// status says why.
+Result<Node*> fold_into_conv(PassContext& ctx, Node* conv, Node* next, const ChannelAffine& f, const std::string& tag,
+                             const FusedActivation& act = {}) {
   Graph& g = ctx.graph();
   KILN_ASSIGN_OR_RETURN(auto params, folded_parameters(g, *conv, f, tag));
   auto attrs = std::make_unique<ConvolutionAttrs>(*conv_attrs(conv));
+  attrs->fused = act;
   Node* nodes[] = {conv, next};
   auto fused =
       replace_with_node(ctx, nodes, "Convolution", std::move(attrs), {conv->inputs[0], params.first, params.second});
@@ -239,12 +242,16 @@ Status fold_scales(PassContext& ctx) {
       ctx.refused(str_cat("folding ", what, ": ", why));
       continue;
     }
-    auto fused = fold_into_conv(ctx, conv, next, **f, "scaled");
+    // A Scale's own fused activation (scale-activation) becomes the convolution's.
+    const auto* sa = attrs_if<ScaleAttrs>(next, "Scale");
+    const FusedActivation act = sa ? sa->fused : FusedActivation{};
+    auto fused = fold_into_conv(ctx, conv, next, **f, "scaled", act);
     if (!fused) {
       ctx.refused(str_cat("folding ", what, ": ", fused.status().message()));
       continue;
     }
-    ctx.applied(str_cat("folded ", what, " into '", (*fused)->name, "' (new weights and bias)"));
+    ctx.applied(str_cat("folded ", what, " into '", (*fused)->name, "' (new weights and bias",
+                        act.on ? str_cat(", ", enum_name(act.kind), " epilogue") : "", ")"));
   }
   return Status::ok();
 }

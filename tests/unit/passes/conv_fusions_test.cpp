@@ -182,6 +182,27 @@ TEST(ConvFusions, ScaleAndPerChannelConstantsFoldIntoTheConvolution) {
   EXPECT_EQ(g.nodes()[0]->outputs[0]->name, "y");
 }
 
+TEST(ConvFusions, AScaleWithAFusedActivationMovesItIntoTheEpilogue) {
+  Graph g;
+  Value* x = *g.add_input("x", DataType::kFloat32, {1, 4, 5, 5});
+  Node* conv = add_conv(g, "conv", x, 27);
+  auto a = std::make_unique<ScaleAttrs>();
+  a->mode = ScaleMode::kChannel;
+  a->fused = FusedActivation::from(activation_defaults(ActivationKind::kRelu));
+  mark(g, *g.add_node(
+              "Scale", "sc + relu", std::move(a),
+              {conv->outputs[0], *g.add_constant("shift", values({4}, 28)), *g.add_constant("scale", values({4}, 29))},
+              {"y"}));
+  pass_test::Built built = expect_same_as_unoptimized(g, 1e-5);
+  EXPECT_EQ(applied_by(built.report.optimizer, "conv-scale"),
+            std::vector<std::string>{
+                "folded 'conv' + 'sc + relu' into 'conv + sc + relu' (new weights and bias, relu epilogue)"});
+  optimize(g);
+  ASSERT_EQ(g.nodes().size(), 1u) << g.to_text();
+  EXPECT_TRUE(attrs_of(g.nodes()[0]).fused.on);
+  EXPECT_EQ(attrs_of(g.nodes()[0]).fused.kind, ActivationKind::kRelu);
+}
+
 TEST(ConvFusions, ScaleWithRunTimePowerOrNonChannelConstantsIsRefused) {
   Graph g;
   Value* x = *g.add_input("x", DataType::kFloat32, {1, 4, 5, 5});
