@@ -11,6 +11,12 @@ std::vector<Pass> all_optimizer_passes() {
       common_subexpression_pass(),
       dead_code_pass(),
       // Fusions.
+      // Convolution (before scale-activation, so conv-scale sees the scale alone); conv-elementwise-sum before
+      // conv-activation, so conv + add + relu becomes one layer.
+      batchnorm_folding_pass(),
+      conv_scale_pass(),
+      conv_elementwise_sum_pass(),
+      conv_activation_pass(),
       shuffle_shuffle_pass(),
       shuffle_reduce_pass(),
       reduce_pooling_pass(),

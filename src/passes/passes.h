@@ -10,6 +10,11 @@ Pass constant_folding_pass();
 Pass dead_code_pass();
 Pass common_subexpression_pass();
 Pass no_op_removal_pass();
+// conv_fusions.cpp
+Pass batchnorm_folding_pass();
+Pass conv_scale_pass();
+Pass conv_elementwise_sum_pass();
+Pass conv_activation_pass();
 
 // The seed's catalog beyond convolution and GEMM (seed_fusions.cpp).
 Pass shuffle_shuffle_pass();

@@ -1,6 +1,8 @@
 // CPU Convolution and Deconvolution: oneDNN convolution_forward / deconvolution_forward (blocked
 // layouts picked by oneDNN, reorders around the primitive), and own direct loops for what oneDNN
 // rejects (negative pads from output_shape). Both cover 1-D to 3-D; higher ranks use the reference.
+// A Convolution's epilogue (residual, fused activation) runs as oneDNN post-ops: a sum post-op over a dst that
+// holds the residual first, then eltwise post-ops; the own loops take no epilogue (except as oneDNN's fallback).
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -8,6 +10,7 @@
 
 #include "core/parallel.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/ref/activation.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
 
@@ -108,6 +111,21 @@ Status conv_loops(KernelContext& ctx) {
   return Status::ok();
 }
 
+bool has_residual(const KernelContext& ctx) { return ctx.src.size() > 3 && ctx.src[3].defined(); }
+
+// The own loops, then the epilogue: where oneDNN declines a Convolution at run time (dynamic shapes).
+Status conv_loops_with_epilogue(KernelContext& ctx) {
+  KILN_RETURN_IF_ERROR(conv_loops(ctx));
+  float* y = ctx.dst[0].data<float>();
+  const int64_t n = ctx.dst[0].numel();
+  if (has_residual(ctx)) {
+    const float* r = ctx.src[3].data<float>();
+    parallel_for(n, 1 << 14, [&](int64_t i) { y[i] += r[i]; });
+  }
+  ref::apply_fused(ctx.attrs<ConvolutionAttrs>().fused, y, n);
+  return Status::ok();
+}
+
 // Deconvolution: every input row scatters into the output plane of one output channel.
 Status deconv_loops(KernelContext& ctx) {
   const auto& a = ctx.attrs<DeconvolutionAttrs>();
@@ -161,6 +179,8 @@ Status deconv_loops(KernelContext& ctx) {
 struct OnednnProblem {
   bool deconv = false;
   bool has_bias = false;
+  bool residual = false;             // a sum post-op: dst holds the residual when the primitive runs
+  FusedActivation fused;             // eltwise post-ops
   memory::desc src, wei, bias, dst;  // plain (kiln) layouts
   memory::dims strides, dilates, pad_l, pad_r;
 };
@@ -197,6 +217,54 @@ memory::desc weights_desc(const Dims& w, int64_t group, bool deconv) {
   return dense_desc(dims, strides);
 }
 
+// One oneDNN eltwise post-op: dst = scale * alg(dst; alpha, beta).
+struct EltwiseStep {
+  dnnl::algorithm alg;
+  float alpha = 0.f, beta = 0.f, scale = 1.f;
+};
+
+// The eltwise post-ops computing a fused activation, or nullopt where oneDNN has no algorithm for it.
+std::optional<std::vector<EltwiseStep>> eltwise_steps(const FusedActivation& f) {
+  using A = dnnl::algorithm;
+  switch (f.kind) {
+    case ActivationKind::kRelu: return std::vector<EltwiseStep>{{A::eltwise_relu}};
+    case ActivationKind::kLeakyRelu: return std::vector<EltwiseStep>{{A::eltwise_relu, f.alpha}};
+    case ActivationKind::kElu: return std::vector<EltwiseStep>{{A::eltwise_elu, f.alpha}};
+    case ActivationKind::kSelu: return std::vector<EltwiseStep>{{A::eltwise_elu, f.alpha}, {A::eltwise_linear, f.beta}};
+    case ActivationKind::kSigmoid: return std::vector<EltwiseStep>{{A::eltwise_logistic}};
+    case ActivationKind::kHardSigmoid:
+      return std::vector<EltwiseStep>{{A::eltwise_linear, f.alpha, f.beta}, {A::eltwise_clip_v2, 0.f, 1.f}};
+    case ActivationKind::kTanh: return std::vector<EltwiseStep>{{A::eltwise_tanh}};
+    case ActivationKind::kSoftplus: return std::vector<EltwiseStep>{{A::eltwise_soft_relu}};
+    case ActivationKind::kClip: return std::vector<EltwiseStep>{{A::eltwise_clip_v2, f.alpha, f.beta}};
+    case ActivationKind::kGelu:
+      return std::vector<EltwiseStep>{{f.beta != 0.f ? A::eltwise_gelu_tanh : A::eltwise_gelu_erf}};
+    case ActivationKind::kSilu: return std::vector<EltwiseStep>{{A::eltwise_swish, f.alpha}};
+    case ActivationKind::kHardSwish: return std::vector<EltwiseStep>{{A::eltwise_hardswish}};
+    case ActivationKind::kMish: return std::vector<EltwiseStep>{{A::eltwise_mish}};
+    case ActivationKind::kScaledTanh:
+      // (A linear post-op after the tanh gave wrong results with oneDNN 2.6 here; the tanh's own scale does it.)
+      return std::vector<EltwiseStep>{{A::eltwise_linear, f.beta}, {A::eltwise_tanh, 0.f, 0.f, f.alpha}};
+    case ActivationKind::kPRelu:
+    case ActivationKind::kSoftsign:
+    case ActivationKind::kThresholdedRelu:
+    case ActivationKind::kCelu: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The post-ops of a problem's epilogue: the residual sum first, then the activation.
+dnnl::primitive_attr epilogue_attr(const OnednnProblem& p) {
+  dnnl::post_ops ops;
+  if (p.residual) ops.append_sum(1.f);
+  if (p.fused.on)
+    for (const EltwiseStep& e : eltwise_steps(p.fused).value_or(std::vector<EltwiseStep>{}))
+      ops.append_eltwise(e.scale, e.alg, e.alpha, e.beta);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  return attr;
+}
+
 Result<OnednnProblem> onednn_problem(const OpCall& call, const Dims& x, const Dims& w, const Dims& y, bool has_bias) {
   OnednnProblem p;
   p.deconv = call.schema->name == "Deconvolution";
@@ -210,6 +278,10 @@ Result<OnednnProblem> onednn_problem(const OpCall& call, const Dims& x, const Di
     const auto& a = call.attrs_as<ConvolutionAttrs>();
     KILN_ASSIGN_OR_RETURN(win, convolution_window(a, x, w));
     group = a.group;
+    p.residual = call.has_input(3);
+    p.fused = a.fused;
+    if (p.fused.on && !eltwise_steps(p.fused))
+      return unsupported("oneDNN has no eltwise post-op for a fused ", enum_name(p.fused.kind));
   }
   if (win.rank() > 3) return unsupported("oneDNN has no ", win.rank(), "-D convolution");
   for (int i = 0; i < win.rank(); ++i) {
@@ -242,6 +314,7 @@ struct OnednnPlan {
   dnnl::primitive prim;
   memory::desc src_md, wei_md, dst_md;
   std::optional<dnnl::reorder> src_in, wei_in, dst_out;
+  std::optional<dnnl::reorder> residual_in;  // the residual into the blocked dst before the sum post-op
   memory wei_mem;        // the weights in the primitive's layout, when reordered (kept: prepared once)
   std::string impl;      // oneDNN's implementation, e.g. "jit:avx512_core" or "ref:any"
   size_t workspace = 0;  // the scratchpad and the blocked activation buffers
@@ -258,7 +331,7 @@ typename Op::primitive_desc make_pd(const OnednnProblem& p, dnnl::algorithm algo
   const typename Op::desc d(dnnl::prop_kind::forward_inference, algo, plain ? p.src : any_desc(p.src), any_desc(p.wei),
                             p.has_bias ? p.bias : memory::desc(), plain ? p.dst : any_desc(p.dst), p.strides, p.dilates,
                             p.pad_l, p.pad_r);
-  return typename Op::primitive_desc(d, onednn::engine());
+  return typename Op::primitive_desc(d, epilogue_attr(p), onednn::engine());
 }
 
 // Throws dnnl::error when oneDNN has no implementation for the problem.
@@ -290,6 +363,7 @@ OnednnPlan make_plan(const OnednnProblem& p, dnnl::algorithm algo, bool plain) {
   if (plan.dst_md != p.dst) {
     plan.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan.dst_md, eng, p.dst));
     plan.workspace += plan.dst_md.get_size();
+    if (p.residual) plan.residual_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.dst, eng, plan.dst_md));
   }
   return plan;
 }
@@ -339,6 +413,7 @@ class OnednnConvolution final : public Kernel {
     Tensor& y = ctx.dst[0];
     if (y.numel() == 0) return Status::ok();
     const bool has_bias = ctx.src.size() > 2 && ctx.src[2].defined();
+    const bool deconv = ctx.call.schema->name == "Deconvolution";
     if (!ready_ || x.dims() != x_dims_ || w.dims() != w_dims_ || y.dims() != y_dims_) {
       // Dynamic shapes are first seen here: what oneDNN rejects now runs on the own loops.
       plan_.reset();
@@ -365,7 +440,7 @@ class OnednnConvolution final : public Kernel {
       y_dims_ = y.dims();
       ready_ = true;
     }
-    if (!plan_) return ctx.call.schema->name == "Deconvolution" ? deconv_loops(ctx) : conv_loops(ctx);
+    if (!plan_) return deconv ? deconv_loops(ctx) : conv_loops_with_epilogue(ctx);
     return onednn::guard("convolution", [&] {
       auto& s = onednn::stream();
       auto& eng = onednn::engine();
@@ -377,6 +452,15 @@ class OnednnConvolution final : public Kernel {
         plan_->src_in->execute(s, src, src_blk);
       }
       if (plan_->dst_out) dst_blk = memory(plan_->dst_md, eng, onednn::scratch(plan_->dst_md.get_size(), 1));
+      if (problem_.residual) {  // the sum post-op adds what dst holds: the residual, in the primitive's layout
+        const Tensor& r = ctx.src[3];
+        if (plan_->residual_in) {
+          memory residual(problem_.dst, eng, const_cast<void*>(r.raw()));
+          plan_->residual_in->execute(s, residual, dst_blk);
+        } else if (r.raw() != y.raw()) {
+          std::memcpy(y.raw(), r.raw(), y.nbytes());
+        }
+      }
       const bool constant = constant_weights_ && constant_weights_->raw() == w.raw();
       if (plan_->wei_in && !use_prepared_ && !(constant && weights_ready_))
         plan_->wei_in->execute(s, wei, plan_->wei_mem);
@@ -408,6 +492,11 @@ Status onednn_supports(const OpCall& call) {
   KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
   const Dims& x = call.inputs[0].dims;
   if (x.rank() > 5) return unsupported("oneDNN has no convolution over more than 3 spatial axes");
+  if (call.schema->name == "Convolution") {
+    const FusedActivation& f = call.attrs_as<ConvolutionAttrs>().fused;
+    if (f.on && !eltwise_steps(f))
+      return unsupported("oneDNN has no eltwise post-op for a fused ", enum_name(f.kind), " activation");
+  }
   const Dims& w = call.inputs[1].dims;
   const Dims& y = call.outputs[0].dims;
   if (!x.is_static() || !w.is_static() || !y.is_static()) return Status::ok();
@@ -423,6 +512,8 @@ Status onednn_supports(const OpCall& call) {
 
 Status loops_support(const OpCall& call) {
   KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
+  if (call.schema->name == "Convolution" && has_conv_epilogue(call.attrs_as<ConvolutionAttrs>(), call.has_input(3)))
+    return unsupported("the CPU convolution loops take no epilogue (residual or fused activation)");
   if (call.inputs[0].dims.rank() > 5) return unsupported("the CPU loops cover 1-D to 3-D convolutions only");
   return Status::ok();
 }

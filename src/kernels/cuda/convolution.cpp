@@ -136,6 +136,8 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .priority = 10,
     .supports = [](const OpCall& call) -> Status {
       KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}));
+      if (has_conv_epilogue(call.attrs_as<ConvolutionAttrs>(), call.has_input(3)))
+        return unsupported("the cuDNN convolution has no epilogue (residual or fused activation)");
       const int r = call.inputs[0].dims.rank();
       if (r < 3 || r > 5) return unsupported("cuDNN convolution takes 1-D to 3-D problems");
       if (!call.inputs[0].dims.is_static() || !call.inputs[1].dims.is_static()) return Status::ok();

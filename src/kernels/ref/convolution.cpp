@@ -1,7 +1,9 @@
 // Reference Convolution and Deconvolution: direct loops over every output (convolution) or
-// every input (deconvolution, scattering into the output), in float32.
+// every input (deconvolution, scattering into the output), in float32. Convolution adds its residual and
+// applies its fused activation last.
 #include <vector>
 
+#include "kernels/ref/activation.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
 
@@ -80,6 +82,13 @@ Status run_convolution(KernelContext& ctx) {
       }
     }
   }
+  // The epilogue: + residual, then the fused activation.
+  const int64_t total = ctx.dst[0].numel();
+  if (ctx.src.size() > 3 && ctx.src[3].defined()) {
+    const float* residual = ctx.src[3].data<float>();
+    for (int64_t i = 0; i < total; ++i) dst[i] += residual[i];
+  }
+  ref::apply_fused(a.fused, dst, total);
   return Status::ok();
 }
 

@@ -21,6 +21,13 @@ void set_if(onnx::NodeProto& n, const char* name, const std::vector<int64_t>& v)
 
 KILN_REGISTER_ONNX_EXPORTER("Convolution", [](ExportContext& ctx, const Node& node) -> Status {
   const auto& a = static_cast<const ConvolutionAttrs&>(*node.attrs);
+  const bool residual = node.inputs.size() > 3 && node.inputs[3];
+  if (has_conv_epilogue(a, residual))
+    return unsupported("Convolution '", node.name, "' has an epilogue (",
+                       residual && a.fused.on ? "a residual input and a fused activation"
+                       : residual             ? "a residual input"
+                                              : "a fused activation",
+                       ") that ONNX Conv cannot express; export the graph before optimizing it");
   auto& n = ctx.add_node("Conv", input_names(ctx, node), output_names(ctx, node), node.name);
   set_if(n, "kernel_shape", a.kernel_shape);
   set_if(n, "strides", a.strides);

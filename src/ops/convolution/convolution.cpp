@@ -223,8 +223,11 @@ Status check_dtypes(std::string_view op, const InferContext& ctx) {
   if (!is_floating(dt)) return invalid_argument(op, " needs a floating-point input x, got ", dtype_name(dt));
   for (int i = 1; i < ctx.num_inputs(); ++i)
     if (ctx.has_input(i) && ctx.input(i).dtype != dt)
-      return invalid_argument(op, " input ", i == 1 ? "w" : "b", " has dtype ", dtype_name(ctx.input(i).dtype),
-                              "; expected ", dtype_name(dt), " like x");
+      return invalid_argument(op, " input ",
+                              i == 1   ? "w"
+                              : i == 2 ? "b"
+                                       : "residual",
+                              " has dtype ", dtype_name(ctx.input(i).dtype), "; expected ", dtype_name(dt), " like x");
   return Status::ok();
 }
 
@@ -243,6 +246,18 @@ Status check_bias(std::string_view op, const InferContext& ctx, int64_t m) {
   return Status::ok();
 }
 
+// The optional residual (input 3) is added to the output: it must have the output's dims.
+Status check_residual(const InferContext& ctx, const Dims& out) {
+  if (ctx.num_inputs() < 4 || !ctx.has_input(3)) return Status::ok();
+  const Dims& r = ctx.input(3).dims;
+  bool same = r.rank() == out.rank();
+  for (int i = 0; same && i < r.rank(); ++i) same = r[i] == out[i] || r[i] == kDynamicDim || out[i] == kDynamicDim;
+  if (!same)
+    return invalid_argument("Convolution input residual of shape ", r.to_string(), " must have the output's shape ",
+                            out.to_string());
+  return Status::ok();
+}
+
 Result<Dims> output_dims(int64_t n, int64_t m, const std::vector<int64_t>& out) {
   std::vector<int64_t> d{n, m};
   d.insert(d.end(), out.begin(), out.end());
@@ -251,10 +266,12 @@ Result<Dims> output_dims(int64_t n, int64_t m, const std::vector<int64_t>& out) 
 
 OpSchema convolution_schema() {
   OpSchema s = make_schema<ConvolutionAttrs>(
-      "Convolution", "convolution", "N-D convolution with strides, pads, dilations, groups and auto_pad (ONNX Conv)");
-  s.input_names = {"x", "w", "b"};
+      "Convolution", "convolution",
+      "N-D convolution with strides, pads, dilations, groups and auto_pad (ONNX Conv); the optimizer may "
+      "add a residual input and a fused activation: act(conv(x, w) + b + residual)");
+  s.input_names = {"x", "w", "b", "residual"};
   s.min_inputs = 2;
-  s.max_inputs = 3;
+  s.max_inputs = 4;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
     constexpr std::string_view kOp = "Convolution";
     const auto& a = ctx.attrs_as<ConvolutionAttrs>();
@@ -274,6 +291,9 @@ OpSchema convolution_schema() {
     KILN_RETURN_IF_ERROR(check_bias(kOp, ctx, m));
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
     KILN_ASSIGN_OR_RETURN(Dims out, output_dims(x[0], m, win.output));
+    KILN_RETURN_IF_ERROR(check_residual(ctx, out));
+    if (a.fused.on && a.fused.kind == ActivationKind::kPRelu)
+      return invalid_argument(kOp, " attribute fused_kind is prelu, which cannot be fused (its slope is an input)");
     return one_output(ctx.input(0).dtype, out);
   };
   return s;

@@ -7,6 +7,7 @@
 
 #include "kiln/dims.h"
 #include "kiln/status.h"
+#include "ops/activation/activation.h"
 #include "ops/attrs.h"
 
 namespace kiln {
@@ -18,6 +19,8 @@ enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
 
 const char* enum_name(AutoPad pad);
 
+/// Convolution inputs: x, w, b (optional) and residual (optional, the output's dtype and dims; set by the
+/// optimizer). y = fused(conv(x, w) + b + residual), `fused` an activation the optimizer fused (off by default).
 struct ConvolutionAttrs : AttrsOf<ConvolutionAttrs> {
   std::vector<int64_t> kernel_shape;  ///< empty: taken from w
   std::vector<int64_t> strides;       ///< empty: all 1
@@ -25,6 +28,7 @@ struct ConvolutionAttrs : AttrsOf<ConvolutionAttrs> {
   std::vector<int64_t> dilations;     ///< empty: all 1
   int64_t group = 1;
   AutoPad auto_pad = AutoPad::kNotSet;
+  FusedActivation fused;  ///< the epilogue's activation
 
   template <class V>
   void visit(V& v) {
@@ -34,8 +38,14 @@ struct ConvolutionAttrs : AttrsOf<ConvolutionAttrs> {
     v("dilations", dilations);
     v("group", group);
     v("auto_pad", auto_pad);
+    fused.visit(v);
   }
 };
+
+/// Whether a Convolution node has an epilogue beyond its bias: a residual input or a fused activation.
+inline bool has_conv_epilogue(const ConvolutionAttrs& attrs, bool has_residual) {
+  return attrs.fused.on || has_residual;
+}
 
 struct DeconvolutionAttrs : AttrsOf<DeconvolutionAttrs> {
   std::vector<int64_t> kernel_shape;    ///< empty: taken from w

@@ -1,5 +1,6 @@
 #include "ops/convolution/convolution.h"
 #include "harness.h"
+#include "ops/activation/activation.h"
 
 namespace kiln::harness {
 namespace {
@@ -80,6 +81,51 @@ std::vector<OpCase> convolution_cases() {
   return c;
 }
 
+// A 2-D convolution with the optimizer's epilogue: act(conv(x, w) + b + residual). `x` in [-range, range] reaches the
+// activation's interesting range (relu6's 6, sigmoid's tails).
+OpCase fused_case(std::string name, FusedActivation act, bool residual, Dims x = {1, 3, 8, 8}, Dims w = {4, 3, 3, 3},
+                  double range = 1.0) {
+  const int64_t ph = (w[2] - 1) / 2, pw = (w[3] - 1) / 2;  // odd kernels: the output keeps x's size
+  ConvolutionAttrs a = conv({}, {ph, pw, ph, pw});
+  a.fused = act;
+  OpCase c = conv_case(std::move(name), a, x, w);
+  c.inputs[0] = uniform(x, -range, range);
+  if (residual) c.inputs.push_back(uniform({x[0], w[0], x[2], x[3]}, -range, range));
+  return c;
+}
+
+FusedActivation fused(ActivationKind kind, std::optional<std::pair<float, float>> alpha_beta = std::nullopt) {
+  FusedActivation f = FusedActivation::from(activation_defaults(kind));
+  if (alpha_beta) std::tie(f.alpha, f.beta) = *alpha_beta;
+  return f;
+}
+
+std::vector<OpCase> fused_convolution_cases() {
+  std::vector<OpCase> c;
+  c.push_back(fused_case("fused relu", fused(ActivationKind::kRelu), false));
+  c.push_back(fused_case("fused relu6 (clip 0..6)", fused(ActivationKind::kClip, {{0.f, 6.f}}), false, {1, 3, 8, 8},
+                         {4, 3, 3, 3}, 3.0));
+  c.push_back(fused_case("fused clip -0.5..0.5", fused(ActivationKind::kClip, {{-0.5f, 0.5f}}), false));
+  c.push_back(fused_case("fused sigmoid", fused(ActivationKind::kSigmoid), false, {1, 3, 8, 8}, {4, 3, 3, 3}, 3.0));
+  c.push_back(fused_case("fused silu", fused(ActivationKind::kSilu), false, {1, 3, 8, 8}, {4, 3, 3, 3}, 3.0));
+  c.push_back(fused_case("residual", FusedActivation{}, true));
+  c.push_back(fused_case("residual + relu", fused(ActivationKind::kRelu), true));
+  // Every other kind: the CPU maps most to oneDNN eltwise post-ops (some as chains) and declines the rest.
+  for (ActivationKind k :
+       {ActivationKind::kLeakyRelu, ActivationKind::kElu, ActivationKind::kSelu, ActivationKind::kHardSigmoid,
+        ActivationKind::kTanh, ActivationKind::kSoftplus, ActivationKind::kSoftsign, ActivationKind::kGelu,
+        ActivationKind::kHardSwish, ActivationKind::kMish, ActivationKind::kThresholdedRelu, ActivationKind::kCelu})
+    c.push_back(fused_case(str_cat("fused ", enum_name(k)), fused(k), false, {1, 3, 6, 6}, {4, 3, 3, 3}, 2.0));
+  c.push_back(fused_case("fused gelu tanh", fused(ActivationKind::kGelu, {{0.f, 1.f}}), false));
+  c.push_back(fused_case("fused scaled tanh", fused(ActivationKind::kScaledTanh, {{1.5f, 0.7f}}), false));
+  c.push_back(fused_case("fused leaky relu 0.2 + residual", fused(ActivationKind::kLeakyRelu, {{0.2f, 0.f}}), true));
+  // Channels in oneDNN's blocked layouts (the residual is reordered into the blocked dst).
+  OpCase wide =
+      fused_case("residual + relu 32ch 1x1", fused(ActivationKind::kRelu), true, {2, 32, 7, 7}, {32, 32, 1, 1});
+  c.push_back(std::move(wide));
+  return c;
+}
+
 std::vector<OpCase> deconvolution_cases() {
   std::vector<OpCase> c;
   c.push_back(deconv_case("1-D stride 2", deconv({2}), {1, 3, 5}, {3, 2, 3}));
@@ -123,6 +169,7 @@ std::vector<OpCase> deconvolution_cases() {
 
 KILN_OP_CASES(convolution) {
   std::vector<OpCase> cases = convolution_cases();
+  for (OpCase& c : fused_convolution_cases()) cases.push_back(std::move(c));
   for (OpCase& c : deconvolution_cases()) cases.push_back(std::move(c));
   return cases;
 }

@@ -266,5 +266,89 @@ TEST(Convolution, CpuKernelsRegisteredInPriorityOrder) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(got[0].at(i), want[i]) << "at " << i;
 }
 
+TEST(Convolution, ResidualMustMatchTheOutput) {
+  ConvolutionAttrs a;
+  a.pads = {1, 1, 1, 1};
+  const Dims x{1, 3, 6, 6}, w{4, 3, 3, 3};
+  auto ok = infer("Convolution", a, {f32(x), f32(w), f32({4}), f32({1, 4, 6, 6})});
+  ASSERT_TRUE(ok.is_ok()) << ok.status().message();
+  EXPECT_EQ((*ok)[0].dims, (Dims{1, 4, 6, 6}));
+  auto bad = infer("Convolution", a, {f32(x), f32(w), f32({4}), f32({1, 4, 1, 1})});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("residual of shape [1, 4, 1, 1]"), std::string::npos) << bad.status().message();
+  auto dtype = infer("Convolution", a, {f32(x), f32(w), f32({4}), {DataType::kFloat16, Dims{1, 4, 6, 6}, true}});
+  ASSERT_FALSE(dtype.is_ok());
+  EXPECT_NE(dtype.status().message().find("residual has dtype float16"), std::string::npos) << dtype.status().message();
+  a.fused = {true, ActivationKind::kPRelu, 0.f, 0.f};
+  auto prelu = infer("Convolution", a, {f32(x), f32(w)});
+  ASSERT_FALSE(prelu.is_ok());
+  EXPECT_NE(prelu.status().message().find("fused_kind is prelu"), std::string::npos) << prelu.status().message();
+}
+
+// The epilogue (residual + fused activation) on both oneDNN tactics, with and without weights prepared at build
+// time, run twice (the second run reuses reordered weights), and with the output in the residual's buffer.
+TEST(Convolution, EpilogueOnEveryOnednnTacticMatchesTheReference) {
+  ConvolutionAttrs a;
+  a.pads = {1, 1, 1, 1};
+  a.fused = FusedActivation::from(activation_defaults(ActivationKind::kSigmoid));
+  const Dims xd{2, 16, 7, 7}, wd{16, 16, 3, 3}, yd{2, 16, 7, 7};
+  auto fill = [](const Dims& d, int seed) {
+    Tensor t = *Tensor::empty(DataType::kFloat32, d);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 37 + seed) % 23) / 23.f - 0.5f;
+    return t;
+  };
+  const Tensor x = fill(xd, 1), w = fill(wd, 2), b = fill({16}, 3), r = fill(yd, 4);
+  const OpSchema* s = OpRegistry::global().find("Convolution");
+  OpCall call{s, &a, {f32(xd), f32(wd), f32({16}), f32(yd)}, {f32(yd)}, {nullptr, &w, nullptr, nullptr}};
+  std::vector<Tensor> want{*Tensor::empty(DataType::kFloat32, yd)};
+  ASSERT_TRUE(run_once(call, Backend::kRef, {x, w, b, r}, want).is_ok());
+  const KernelImpl* impl = KernelRegistry::global().find("Convolution", Backend::kCpu).at(0);
+  ASSERT_EQ(impl->name, "cpu.onednn.convolution");
+  ASSERT_TRUE(impl->supports(call).is_ok()) << impl->supports(call).message();
+  for (const std::string& tactic : impl->tactics(call)) {
+    for (bool prepare : {false, true}) {
+      for (bool in_place : {false, true}) {
+        SCOPED_TRACE(str_cat(tactic, prepare ? ", prepared" : "", in_place ? ", output in the residual" : ""));
+        OpCall c = call;
+        c.tactic = tactic;
+        Tensor prepared;
+        if (prepare) {
+          auto p = impl->prepare(c);
+          ASSERT_TRUE(p.is_ok()) << p.status().message();
+          prepared = std::move(*p);
+          c.prepared = prepared.defined() ? &prepared : nullptr;
+        }
+        auto kernel = impl->create(c);
+        ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
+        for (int run = 0; run < 2; ++run) {
+          Tensor residual = *r.clone();
+          Tensor y = in_place ? residual : *Tensor::empty(DataType::kFloat32, yd);
+          KernelContext ctx{c, {x, w, b, residual}, {y}, cpu_stream(), cpu_allocator()};
+          ASSERT_TRUE((*kernel)->run(ctx).is_ok());
+          for (int64_t i = 0; i < y.numel(); ++i)
+            ASSERT_NEAR(ctx.dst[0].data<float>()[i], want[0].data<float>()[i], 1e-5) << "at " << i << ", run " << run;
+        }
+        if (prepare && prepared.defined())
+          EXPECT_NE((*kernel)->detail().find("weights prepared at build time"), std::string::npos)
+              << (*kernel)->detail();
+      }
+    }
+  }
+}
+
+// A fused activation oneDNN has no post-op for is refused by every CPU kernel, with the reason.
+TEST(Convolution, CpuRefusesAFusedActivationWithoutAPostOp) {
+  ConvolutionAttrs a;
+  a.fused = FusedActivation::from(activation_defaults(ActivationKind::kCelu));
+  const OpSchema* s = OpRegistry::global().find("Convolution");
+  OpCall call{s, &a, {f32({1, 2, 5, 5}), f32({3, 2, 3, 3})}, {f32({1, 3, 3, 3})}};
+  auto impl = KernelRegistry::global().select(call, Backend::kCpu);
+  ASSERT_FALSE(impl.is_ok());
+  EXPECT_NE(impl.status().message().find("oneDNN has no eltwise post-op for a fused celu"), std::string::npos)
+      << impl.status().message();
+  EXPECT_NE(impl.status().message().find("the CPU convolution loops take no epilogue"), std::string::npos)
+      << impl.status().message();
+}
+
 }  // namespace
 }  // namespace kiln
