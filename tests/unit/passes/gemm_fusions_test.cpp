@@ -8,6 +8,7 @@
 #include "ops/activation/activation.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/matmul/matmul.h"
+#include "ops/mlp/mlp.h"
 #include "ops/normalization/normalization.h"
 #include "ops/unary/unary.h"
 #include "pass_test_util.h"
@@ -375,6 +376,96 @@ TEST(BatchnormFoldingGemm, RefusesANormOverAnotherAxis) {
   EXPECT_EQ(refused_by(o.report, "batchnorm-folding-gemm"),
             std::vector<std::string>{"folding 'mm' + 'bn': batch norm normalizes axis 1, which is the output's last "
                                      "axis only for 2-D outputs (output [2, 3, 6])"});
+  expect_same_as_unoptimized(g, 1e-5);
+}
+
+// ---- mlp
+
+// ip1 + relu1, ip2 + relu2, ip3 (bias only): one 3-layer MLP named by its parts, keeping the output's name.
+TEST(MlpFusion, ThreeFullyConnectedLayersBecomeOneMlp) {
+  G b;
+  Value* h = b.input("x", {5, 8});
+  const std::vector<int64_t> widths = {8, 16, 12, 4};
+  for (int l = 0; l < 3; ++l) {
+    const std::string i = std::to_string(l + 1);
+    h = b.fc("ip" + i, h, b.constant(random_tensor({widths[l + 1], widths[l]}, 10 * l)),
+             b.constant(random_tensor({widths[l + 1]}, 10 * l + 1)));
+    if (l < 2) h = b.act("relu" + i, ActivationKind::kRelu, h);
+  }
+  Graph& g = b.output(h);
+  Optimized o = optimize(g);
+  EXPECT_EQ(applied_by(o.report, "mlp"),
+            std::vector<std::string>{"fused 'ip1 + relu1' + 'ip2 + relu2' + 'ip3' into a 3-layer MLP"});
+  const Node* n = only_node(*o.graph);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->op(), "MLP");
+  EXPECT_EQ(n->name, "ip1 + relu1 + ip2 + relu2 + ip3");
+  EXPECT_EQ(n->outputs[0]->name, g.outputs()[0]->name);
+  EXPECT_EQ(n->inputs.size(), 7u);
+  const auto& a = static_cast<const MlpAttrs&>(*n->attrs);
+  EXPECT_EQ(a.activation_kinds,
+            (std::vector<int64_t>{static_cast<int64_t>(ActivationKind::kRelu),
+                                  static_cast<int64_t>(ActivationKind::kRelu), MlpAttrs::kNoActivation}));
+  pass_test::Built built = expect_same_as_unoptimized(g, 1e-5);
+  EXPECT_NE(built.engine_inspect.find("cpu.onednn.mlp"), std::string::npos) << built.engine_inspect;
+}
+
+// MatMul + bias + GELU, MatMul (transposed, scaled) + bias over a batch: the weights become [out, in] constants.
+TEST(MlpFusion, MatmulLayersWithBiasAddsAndGelu) {
+  G b;
+  Value* x = b.input("x", {2, 3, 6});
+  Value* mm1 = b.matmul("mm1", x, b.constant(random_tensor({6, 10}, 1), "w1"));
+  Value* h =
+      b.act("gelu", ActivationKind::kGelu, b.ew("bias1", ElementWiseOp::kSum, mm1, b.constant(random_tensor({10}, 2))));
+  MatrixMultiplyAttrs t;
+  t.transpose_b = true;
+  t.alpha = 0.5f;
+  Value* mm2 = b.matmul("mm2", h, b.constant(random_tensor({4, 10}, 3), "w2"), nullptr, t);
+  Graph& g = b.output(b.ew("bias2", ElementWiseOp::kSum, mm2, b.constant(random_tensor({1, 1, 4}, 4))));
+  Optimized o = optimize(g);
+  EXPECT_EQ(applied_by(o.report, "mlp"),
+            std::vector<std::string>{"fused 'mm1 + bias1 + gelu' + 'mm2 + bias2' into a 2-layer MLP"});
+  const Node* n = only_node(*o.graph);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->inputs[1]->dims, Dims({10, 6}));
+  EXPECT_EQ(n->inputs[3]->dims, Dims({4, 10}));
+  EXPECT_EQ(n->inputs[4]->dims, Dims({4}));
+  expect_same_as_unoptimized(g, 1e-5);
+}
+
+// One layer stays a fused gemm (reported as a 1-layer MLP); a gemm with neither bias nor activation breaks a chain.
+TEST(MlpFusion, SingleLayerStaysAndAPlainGemmBreaksTheChain) {
+  G b;
+  Value* x = b.input("x", {4, 8});
+  Value* ip1 = b.fc("ip1", x, b.constant(random_tensor({6, 8}, 1)), b.constant(random_tensor({6}, 2)));
+  Value* relu1 = b.act("relu1", ActivationKind::kRelu, ip1);
+  Graph& g = b.output(b.fc("ip2", relu1, b.constant(random_tensor({3, 6}, 3))));
+  Optimized o = optimize(g);
+  EXPECT_EQ(applied_by(o.report, "mlp"),
+            std::vector<std::string>{"'ip1 + relu1' is a 1-layer MLP (it stays a fused FullyConnected)"});
+  EXPECT_EQ(refused_by(o.report, "mlp"),
+            std::vector<std::string>{"chaining 'ip1 + relu1' + 'ip2': 'ip2' is not an MLP layer: it has neither a "
+                                     "bias nor an activation"});
+  EXPECT_EQ(o.graph->nodes().size(), 2u);
+  ASSERT_NE(o.graph->find_node("ip1 + relu1"), nullptr);
+  EXPECT_EQ(o.graph->find_node("ip1 + relu1")->op(), "FullyConnected");
+  expect_same_as_unoptimized(g, 1e-5);
+}
+
+// 33 layers: a 31-layer MLP, then a 2-layer one.
+TEST(MlpFusion, ChainsStopAt31Layers) {
+  G b;
+  Value* h = b.input("x", {2, 4});
+  for (int l = 0; l < 33; ++l)
+    h = b.act(str_cat("relu", l), ActivationKind::kRelu,
+              b.fc(str_cat("ip", l), h, b.constant(random_tensor({4, 4}, l)), b.constant(random_tensor({4}, 100 + l))));
+  Graph& g = b.output(h);
+  Optimized o = optimize(g);
+  const auto applied = applied_by(o.report, "mlp");
+  ASSERT_EQ(applied.size(), 2u);
+  EXPECT_NE(applied[0].find("into a 31-layer MLP"), std::string::npos);
+  EXPECT_EQ(applied[1], "fused 'ip31 + relu31' + 'ip32 + relu32' into a 2-layer MLP");
+  EXPECT_EQ(o.graph->nodes().size(), 2u);
   expect_same_as_unoptimized(g, 1e-5);
 }
 
