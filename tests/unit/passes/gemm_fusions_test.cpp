@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "onnx/exporter.h"
 #include "ops/activation/activation.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/matmul/matmul.h"
@@ -467,6 +468,32 @@ TEST(MlpFusion, ChainsStopAt31Layers) {
   EXPECT_EQ(applied[1], "fused 'ip31 + relu31' + 'ip32 + relu32' into a 2-layer MLP");
   EXPECT_EQ(o.graph->nodes().size(), 2u);
   expect_same_as_unoptimized(g, 1e-5);
+}
+
+// ---- the ONNX exporter refuses what ONNX cannot express
+
+TEST(GemmFusionsExport, RefusesEpiloguesAndMlps) {
+  G b;
+  Value* x = b.input("x", {4, 8});
+  Value* mm = b.matmul("mm", x, b.constant(random_tensor({8, 6}, 1), "w"));
+  Value* r1 = b.act("relu1", ActivationKind::kRelu, mm);
+  Value* ip = b.matmul("ip", r1, b.constant(random_tensor({6, 3}, 2)));
+  b.output(b.ew("ip_bias", ElementWiseOp::kSum, ip, b.constant(random_tensor({3}, 3))));
+  Value* mm2 = b.matmul("mm2", x, b.constant(random_tensor({8, 6}, 4), "w2"));
+  Graph& g = b.output(b.act("relu2", ActivationKind::kRelu, mm2));
+  Optimized o = optimize(g);
+  ASSERT_NE(o.graph->find_node("mm + relu1 + ip + ip_bias"), nullptr) << o.graph->to_text();
+  auto exported = onnx_export::export_model(*o.graph);
+  ASSERT_FALSE(exported.is_ok());
+  const std::string& why = exported.status().message();
+  EXPECT_NE(why.find("'mm + relu1 + ip + ip_bias' (MLP): MLP is a layer chain fused by the optimizer"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(
+      why.find("'mm2 + relu2' (MatrixMultiply): this MatrixMultiply has an optimizer epilogue (fused activation)"),
+      std::string::npos)
+      << why;
+  EXPECT_TRUE(onnx_export::export_model(g).is_ok());  // the graph before optimizing exports
 }
 
 }  // namespace
