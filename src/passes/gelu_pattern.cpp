@@ -22,6 +22,13 @@ bool is_elementwise(const Node* n, ElementWiseOp op) {
   return a && a->op == op && n->inputs.size() == 2 && n->inputs[0] && n->inputs[1];
 }
 
+// The value of a known one-element tensor of any numeric type (exports write Pow's 3 as float or integer).
+std::optional<double> scalar_of(const Value* v) {
+  const Tensor* t = v ? v->value() : nullptr;
+  if (!t || t->numel() != 1 || t->dtype() == DataType::kString) return std::nullopt;
+  return tensor_to_doubles(*t).at(0);
+}
+
 // A binary node read as "x <op> constant": the operand that is not a known scalar, and the scalar.
 struct WithConstant {
   Node* node = nullptr;
@@ -33,8 +40,8 @@ struct WithConstant {
 std::optional<WithConstant> with_constant(Node* n, ElementWiseOp op) {
   if (!is_elementwise(n, op)) return std::nullopt;
   const bool commutes = op == ElementWiseOp::kSum || op == ElementWiseOp::kProd;
-  if (auto c = known_scalar(n->inputs[1]); c && !n->inputs[0]->value()) return WithConstant{n, n->inputs[0], *c};
-  if (auto c = known_scalar(n->inputs[0]); c && commutes && !n->inputs[1]->value())
+  if (auto c = scalar_of(n->inputs[1]); c && !n->inputs[0]->value()) return WithConstant{n, n->inputs[0], *c};
+  if (auto c = scalar_of(n->inputs[0]); c && commutes && !n->inputs[1]->value())
     return WithConstant{n, n->inputs[1], *c};
   return std::nullopt;
 }
@@ -73,7 +80,7 @@ bool match_tail(const Graph& g, Node* add, GeluMatch& m) {
     m.constants.emplace_back("the factor of x", half->constant, 0.5);
     return true;
   }
-  if (auto c = known_scalar(other)) {  // x * (add * 0.5)
+  if (auto c = scalar_of(other)) {  // x * (add * 0.5)
     Node* last = sole_consumer(g, mul->outputs[0]);
     if (times(last, mul->outputs[0]) != m.x) return false;
     m.nodes.insert(m.nodes.end(), {mul, last});

@@ -140,13 +140,15 @@ TEST(GeluPattern, HalfFirstAndMultiplyByInverseSqrt2) {
   expect_same_as_unoptimized(g, 1e-5);
 }
 
-// The tanh form with Pow(x, 3) and with x * x * x; x * (0.5 * (1 + tanh)) order.
+// The tanh form with Pow(x, 3) (an integer 3) and with x * x * x; x * (0.5 * (1 + tanh)) order.
 TEST(GeluPattern, TanhFormWithPowAndWithProducts) {
   for (bool pow : {true, false}) {
     SCOPED_TRACE(pow ? "Pow" : "x*x*x");
     G b;
     Value* x = b.input("x", {2, 12});
-    Value* cube = pow ? b.ew("pow", ElementWiseOp::kPow, x, b.constant(scalar(3.f)))
+    Tensor three = Tensor::empty(DataType::kInt64, {}).value();  // exporters write it as float or integer
+    three.data<int64_t>()[0] = 3;
+    Value* cube = pow ? b.ew("pow", ElementWiseOp::kPow, x, b.constant(three))
                       : b.ew("cube", ElementWiseOp::kProd, b.ew("square", ElementWiseOp::kProd, x, x), x);
     Value* t = b.ew("coef", ElementWiseOp::kProd, b.constant(scalar(0.044715f)), cube);
     Value* s = b.ew("inner", ElementWiseOp::kSum, x, t);
