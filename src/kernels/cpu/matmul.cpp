@@ -171,7 +171,7 @@ class OnednnMatmul final : public Kernel {
     }
     if (c && !bias) fill_with_c<float>(c, attrs.beta, y);
     return onednn::guard("matmul", [&] {
-      if (!prim_ || a.dims() != a_dims_ || b.dims() != b_dims_ || (c != nullptr) != with_c_ ||
+      if (!prim_ || a.dims() != a_dims_ || b.dims() != b_dims_ || (c != nullptr) != with_c_ || bias != with_bias_ ||
           (residual != nullptr) != with_residual_) {
         const bool ta = attrs.transpose_a && !s.a_vector, tb = attrs.transpose_b && !s.b_vector;
         // A batch against one matrix is one product of [batch * m, k] x [k, n]: a single large GEMM
@@ -199,6 +199,7 @@ class OnednnMatmul final : public Kernel {
         a_dims_ = a.dims();
         b_dims_ = b.dims();
         with_c_ = c != nullptr;
+        with_bias_ = bias;
         with_residual_ = residual != nullptr;
       }
       std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, onednn::memory(src_, a)},
@@ -213,7 +214,7 @@ class OnednnMatmul final : public Kernel {
 
  private:
   Dims a_dims_, b_dims_;
-  bool with_c_ = false, with_residual_ = false, folded_ = false;
+  bool with_c_ = false, with_bias_ = false, with_residual_ = false, folded_ = false;
   int residual_arg_ = 0;
   dnnl::memory::desc src_, wei_, bias_, dst_;
   std::optional<dnnl::matmul> prim_;
