@@ -22,6 +22,13 @@ std::vector<Pass> all_optimizer_passes() {
       reduce_pooling_pass(),
       reduction_fusions_pass(),
       scale_activation_pass(),
+      // GEMM fusions (gelu_pattern.cpp, gemm_fusions.cpp, mlp_fusion.cpp)
+      gelu_pattern_pass(),
+      batchnorm_folding_gemm_pass(),
+      gemm_bias_pass(),
+      gemm_elementwise_sum_pass(),
+      gemm_activation_pass(),
+      mlp_pass(),
       precision_pass(),
       // Cleanup after the fusions.
       dead_code_pass(),

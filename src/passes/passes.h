@@ -23,6 +23,14 @@ Pass reduce_pooling_pass();
 Pass reduction_fusions_pass();
 Pass scale_activation_pass();
 
+// GEMM fusions (gelu_pattern.cpp, gemm_fusions.cpp, mlp_fusion.cpp).
+Pass gelu_pattern_pass();
+Pass batchnorm_folding_gemm_pass();
+Pass gemm_bias_pass();
+Pass gemm_elementwise_sum_pass();
+Pass gemm_activation_pass();
+Pass mlp_pass();
+
 // Precision (precision.cpp): after the fusions, so fused layers are lowered whole.
 Pass precision_pass();
 

@@ -1,14 +1,17 @@
-// CPU MatrixMultiply and FullyConnected: oneDNN matmul / inner product for float32, own blocked
-// loops for integers and whatever oneDNN declines.
+// CPU MatrixMultiply and FullyConnected: oneDNN matmul / inner product for float32 (with the optimizer's
+// epilogue as bias and post-ops), own blocked loops for integers and whatever oneDNN declines.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "core/parallel.h"
 #include "kernels/common/indexing.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/onednn_epilogue.h"
+#include "kernels/ref/activation.h"
 #include "kernels/registry.h"
 #include "ops/matmul/matmul.h"
 
@@ -127,9 +130,26 @@ dnnl::memory::desc operand_desc(const Dims& batch, int64_t rows, int64_t cols, b
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
+// The epilogue for a product with K = 0 (y holds the rest already): y = fused(y + residual).
+void finish_empty_k(const FusedActivation& fused, const Tensor* residual, Tensor& y) {
+  float* dst = y.data<float>();
+  if (residual)
+    for (int64_t i = 0; i < y.numel(); ++i) dst[i] += residual->data<float>()[i];
+  ref::apply_fused(fused, dst, y.numel());
+}
+
+// Whether `c` broadcasts over the output's last axis only ([n] or [1, ..., n]): oneDNN's bias.
+bool row_bias(const Tensor* c, int64_t n) {
+  if (!c || c->numel() != n || c->rank() < 1) return false;
+  return c->dims()[c->rank() - 1] == n;
+}
+
 class OnednnMatmul final : public Kernel {
  public:
-  std::string detail() const override { return impl_.empty() ? "" : "oneDNN " + impl_; }
+  std::string detail() const override {
+    if (impl_.empty()) return "";
+    return "oneDNN " + impl_ + (folded_ ? " (batch folded into rows)" : "");
+  }
   size_t workspace_bytes() const override { return workspace_; }
 
   Status run(KernelContext& ctx) override {
@@ -137,32 +157,41 @@ class OnednnMatmul final : public Kernel {
     const Tensor& a = ctx.src[0];
     const Tensor& b = ctx.src[1];
     const Tensor* c = optional_src(ctx, 2);
+    const Tensor* residual = optional_src(ctx, kGemmResidualInput);
     Tensor& y = ctx.dst[0];
     KILN_ASSIGN_OR_RETURN(MatmulShape s, matmul_shape(a.dims(), b.dims(), attrs));
     if (y.numel() == 0) return Status::ok();
+    // c as oneDNN's bias where it is one ([n] or [1, ..., n], unscaled); otherwise y starts as beta * c and the
+    // product is summed into it.
+    const bool bias = row_bias(c, s.n) && attrs.alpha == 1.f && attrs.beta == 1.f;
     if (s.k == 0) {
       fill_with_c<float>(c, attrs.beta, y);
+      finish_empty_k(attrs.fused, residual, y);
       return Status::ok();
     }
-    if (c) fill_with_c<float>(c, attrs.beta, y);
+    if (c && !bias) fill_with_c<float>(c, attrs.beta, y);
     return onednn::guard("matmul", [&] {
-      if (!prim_ || a.dims() != a_dims_ || b.dims() != b_dims_ || (c != nullptr) != with_c_) {
+      if (!prim_ || a.dims() != a_dims_ || b.dims() != b_dims_ || (c != nullptr) != with_c_ || bias != with_bias_ ||
+          (residual != nullptr) != with_residual_) {
         const bool ta = attrs.transpose_a && !s.a_vector, tb = attrs.transpose_b && !s.b_vector;
         // A batch against one matrix is one product of [batch * m, k] x [k, n]: a single large GEMM
         // instead of a batch of small ones (BERT's [128, 1, 768] x [768, 2304]).
-        const bool fold = !ta && s.batch.rank() > 0 && s.b_batch.numel() == 1 && s.a_batch == s.batch;
-        const int64_t rows = fold ? s.batch.numel() * s.m : s.m;
-        src_ = operand_desc(fold ? Dims{} : s.a_batch, rows, s.k, ta);
-        wei_ = operand_desc(fold ? Dims{} : s.b_batch, s.k, s.n, tb);
-        dst_ = operand_desc(fold ? Dims{} : s.batch, rows, s.n, false);
+        folded_ = !ta && s.batch.rank() > 0 && s.b_batch.numel() == 1 && s.a_batch == s.batch;
+        const int64_t rows = folded_ ? s.batch.numel() * s.m : s.m;
+        const Dims out_batch = folded_ ? Dims{} : s.batch;
+        src_ = operand_desc(folded_ ? Dims{} : s.a_batch, rows, s.k, ta);
+        wei_ = operand_desc(folded_ ? Dims{} : s.b_batch, s.k, s.n, tb);
+        dst_ = operand_desc(out_batch, rows, s.n, false);
+        bias_ = operand_desc(Dims::of_rank(out_batch.rank(), 1), 1, s.n, false);
         dnnl::primitive_attr pattr;
         if (attrs.alpha != 1.f) pattr.set_output_scales(0, {attrs.alpha});
-        if (c) {
-          dnnl::post_ops ops;
-          ops.append_sum(1.f);
-          pattr.set_post_ops(ops);
-        }
-        dnnl::matmul::desc d(src_, wei_, dst_);
+        dnnl::post_ops ops;
+        if (c && !bias) ops.append_sum(1.f);
+        residual_arg_ = residual ? onednn::binary_src_arg(ops.len()) : 0;
+        if (residual) onednn::append_residual(ops, dst_);
+        onednn::append_fused_activation(ops, attrs.fused);
+        pattr.set_post_ops(ops);
+        auto d = bias ? dnnl::matmul::desc(src_, wei_, bias_, dst_) : dnnl::matmul::desc(src_, wei_, dst_);
         const dnnl::matmul::primitive_desc pd(d, pattr, onednn::engine());
         prim_ = dnnl::matmul(pd);
         impl_ = pd.impl_info_str();
@@ -170,18 +199,24 @@ class OnednnMatmul final : public Kernel {
         a_dims_ = a.dims();
         b_dims_ = b.dims();
         with_c_ = c != nullptr;
+        with_bias_ = bias;
+        with_residual_ = residual != nullptr;
       }
-      prim_->execute(onednn::stream(), {{DNNL_ARG_SRC, onednn::memory(src_, a)},
-                                        {DNNL_ARG_WEIGHTS, onednn::memory(wei_, b)},
-                                        {DNNL_ARG_DST, onednn::memory(dst_, y)}});
+      std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, onednn::memory(src_, a)},
+                                                    {DNNL_ARG_WEIGHTS, onednn::memory(wei_, b)},
+                                                    {DNNL_ARG_DST, onednn::memory(dst_, y)}};
+      if (bias) args.emplace(DNNL_ARG_BIAS, onednn::memory(bias_, *c));
+      if (residual) args.emplace(residual_arg_, onednn::memory(dst_, *residual));
+      prim_->execute(onednn::stream(), args);
       onednn::stream().wait();
     });
   }
 
  private:
   Dims a_dims_, b_dims_;
-  bool with_c_ = false;
-  dnnl::memory::desc src_, wei_, dst_;
+  bool with_c_ = false, with_bias_ = false, with_residual_ = false, folded_ = false;
+  int residual_arg_ = 0;
+  dnnl::memory::desc src_, wei_, bias_, dst_;
   std::optional<dnnl::matmul> prim_;
   std::string impl_;
   size_t workspace_ = 0;
@@ -190,9 +225,11 @@ class OnednnMatmul final : public Kernel {
 class OnednnFullyConnected final : public Kernel {
  public:
   Status run(KernelContext& ctx) override {
+    const auto& attrs = ctx.attrs<FullyConnectedAttrs>();
     const Tensor& x = ctx.src[0];
     const Tensor& w = ctx.src[1];
     const Tensor* bias = optional_src(ctx, 2);
+    const Tensor* residual = optional_src(ctx, kGemmResidualInput);
     Tensor& y = ctx.dst[0];
     const int64_t outs = w.dims()[0], k = w.dims()[1];
     if (y.numel() == 0) return Status::ok();
@@ -201,28 +238,37 @@ class OnednnFullyConnected final : public Kernel {
       float* dst = y.data<float>();
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t o = 0; o < outs; ++o) dst[r * outs + o] = bias ? bias->data<float>()[o] : 0.f;
+      finish_empty_k(attrs.fused, residual, y);
       return Status::ok();
     }
     return onednn::guard("inner product", [&] {
-      if (!prim_ || x.dims() != x_dims_ || w.dims() != w_dims_ || (bias != nullptr) != with_bias_) {
+      if (!prim_ || x.dims() != x_dims_ || w.dims() != w_dims_ || (bias != nullptr) != with_bias_ ||
+          (residual != nullptr) != with_residual_) {
         using tag = dnnl::memory::format_tag;
         const auto f32 = dnnl::memory::data_type::f32;
         src_ = dnnl::memory::desc({rows, k}, f32, tag::ab);
         wei_ = dnnl::memory::desc({outs, k}, f32, tag::ab);
         bias_ = dnnl::memory::desc({outs}, f32, tag::a);
         dst_ = dnnl::memory::desc({rows, outs}, f32, tag::ab);
+        dnnl::post_ops ops;
+        if (residual) onednn::append_residual(ops, dst_);
+        onednn::append_fused_activation(ops, attrs.fused);
+        dnnl::primitive_attr pattr;
+        pattr.set_post_ops(ops);
         const auto prop = dnnl::prop_kind::forward_inference;
         auto d = bias ? dnnl::inner_product_forward::desc(prop, src_, wei_, bias_, dst_)
                       : dnnl::inner_product_forward::desc(prop, src_, wei_, dst_);
-        prim_ = dnnl::inner_product_forward(dnnl::inner_product_forward::primitive_desc(d, onednn::engine()));
+        prim_ = dnnl::inner_product_forward(dnnl::inner_product_forward::primitive_desc(d, pattr, onednn::engine()));
         x_dims_ = x.dims();
         w_dims_ = w.dims();
         with_bias_ = bias != nullptr;
+        with_residual_ = residual != nullptr;
       }
       std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, onednn::memory(src_, x)},
                                                     {DNNL_ARG_WEIGHTS, onednn::memory(wei_, w)},
                                                     {DNNL_ARG_DST, onednn::memory(dst_, y)}};
       if (bias) args.emplace(DNNL_ARG_BIAS, onednn::memory(bias_, *bias));
+      if (residual) args.emplace(onednn::binary_src_arg(0), onednn::memory(dst_, *residual));
       prim_->execute(onednn::stream(), args);
       onednn::stream().wait();
     });
@@ -230,7 +276,7 @@ class OnednnFullyConnected final : public Kernel {
 
  private:
   Dims x_dims_, w_dims_;
-  bool with_bias_ = false;
+  bool with_bias_ = false, with_residual_ = false;
   dnnl::memory::desc src_, wei_, bias_, dst_;
   std::optional<dnnl::inner_product_forward> prim_;
 };
@@ -240,6 +286,13 @@ Status onednn_matmul_supports(const OpCall& call) {
   const auto& attrs = call.attrs_as<MatrixMultiplyAttrs>();
   auto s = matmul_shape(call.inputs[0].dims, call.inputs[1].dims, attrs);
   if (!s) return s.status();
+  return onednn::supports_fused_activation(attrs.fused);
+}
+
+// The own loops compute no epilogue: fused layers run on oneDNN (or are not made).
+Status reject_epilogue(const OpCall& call, const FusedActivation& fused) {
+  if (fused.on || call.has_input(kGemmResidualInput))
+    return unsupported("the own loops compute no fused residual or activation");
   return Status::ok();
 }
 
@@ -261,6 +314,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .priority = 5,
     .supports =
         [](const OpCall& call) {
+          KILN_RETURN_IF_ERROR(reject_epilogue(call, call.attrs_as<MatrixMultiplyAttrs>().fused));
           return require_dtypes(call, {DataType::kFloat32, DataType::kInt32, DataType::kInt64});
         },
     .create = stateless(run_matmul_loops),
@@ -271,7 +325,11 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .op = "FullyConnected",
     .backend = Backend::kCpu,
     .priority = 10,
-    .supports = [](const OpCall& call) { return require_dtypes(call, {DataType::kFloat32}); },
+    .supports =
+        [](const OpCall& call) {
+          KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
+          return onednn::supports_fused_activation(call.attrs_as<FullyConnectedAttrs>().fused);
+        },
     .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
       return std::unique_ptr<Kernel>(std::make_unique<OnednnFullyConnected>());
     },

@@ -43,10 +43,11 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .op = "FullyConnected",
     .backend = Backend::kCuda,
     .priority = 10,
-    .supports =
-        [](const OpCall& call) {
-          return require_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16});
-        },
+    .supports = [](const OpCall& call) -> Status {
+      if (call.attrs_as<FullyConnectedAttrs>().fused.on || call.has_input(kGemmResidualInput))
+        return unsupported("cuBLAS fully connected computes no fused residual or activation");
+      return require_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16});
+    },
     .create = stateless(run_fully_connected),
 });
 

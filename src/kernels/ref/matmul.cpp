@@ -1,8 +1,10 @@
-// Reference MatrixMultiply and FullyConnected: one dot product per output element.
+// Reference MatrixMultiply and FullyConnected: one dot product per output element, then the optimizer's
+// epilogue (residual add, fused activation).
 #include <cmath>
 #include <type_traits>
 
 #include "kernels/common/indexing.h"
+#include "kernels/ref/activation.h"
 #include "kernels/registry.h"
 #include "ops/matmul/matmul.h"
 
@@ -21,6 +23,23 @@ T finish(Acc<T> dot, const T* c, float alpha, float beta) {
   } else {
     return static_cast<T>(alpha * dot + (c ? beta * static_cast<double>(*c) : 0.0));
   }
+}
+
+const Tensor* residual_of(const KernelContext& ctx) {
+  return ctx.src.size() > kGemmResidualInput && ctx.src[kGemmResidualInput].defined() ? &ctx.src[kGemmResidualInput]
+                                                                                      : nullptr;
+}
+
+// y += residual, then the fused activation (floating types only; the schema rejects it for integers).
+template <class T>
+void apply_epilogue(const KernelContext& ctx, const FusedActivation& fused, Tensor& y) {
+  T* dst = y.data<T>();
+  const int64_t n = y.numel();
+  if (const Tensor* r = residual_of(ctx)) {
+    const T* src = r->data<T>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] + src[i]);
+  }
+  if constexpr (std::is_same_v<T, float>) ref::apply_fused(fused, dst, n);
 }
 
 template <class T>
@@ -56,6 +75,7 @@ Status matmul_typed(KernelContext& ctx) {
       }
     }
   }
+  apply_epilogue<T>(ctx, attrs.fused, ctx.dst[0]);
   return Status::ok();
 }
 
@@ -84,6 +104,7 @@ Status run_fully_connected(KernelContext& ctx) {
       for (int64_t p = 0; p < k; ++p) dot += static_cast<double>(src[r * k + p]) * wt[o * k + p];
       dst[r * outs + o] = static_cast<float>(dot);
     }
+  apply_epilogue<float>(ctx, ctx.attrs<FullyConnectedAttrs>().fused, ctx.dst[0]);
   return Status::ok();
 }
 

@@ -26,6 +26,10 @@ std::string transpose_last(ExportContext& ctx, const Node& node, const std::stri
 
 Status export_matmul(ExportContext& ctx, const Node& node) {
   const auto& a = static_cast<const MatrixMultiplyAttrs&>(*node.attrs);
+  if (a.fused.on || (node.inputs.size() > kGemmResidualInput && node.inputs[kGemmResidualInput]))
+    return unsupported("this MatrixMultiply has an optimizer epilogue (fused ",
+                       a.fused.on ? "activation" : "residual add",
+                       ") that ONNX's MatMul and Gemm cannot express; export the graph before optimizing it");
   const auto in = input_names(ctx, node);
   const auto out = output_names(ctx, node);
   const int ra = node.inputs[0]->dims.rank(), rb = node.inputs[1]->dims.rank();
@@ -64,7 +68,15 @@ Status export_matmul(ExportContext& ctx, const Node& node) {
   return Status::ok();
 }
 
+// The optimizer's MLP chains have no ONNX op: say so instead of "cannot export yet".
+Status refuse_mlp(ExportContext&, const Node&) {
+  return unsupported(
+      "MLP is a layer chain fused by the optimizer and has no ONNX equivalent; export the graph "
+      "before optimizing it");
+}
+
 KILN_REGISTER_ONNX_EXPORTER("MatrixMultiply", export_matmul);
+KILN_REGISTER_ONNX_EXPORTER("MLP", refuse_mlp);
 
 }  // namespace
 }  // namespace kiln::onnx_export

@@ -52,16 +52,36 @@ Result<MatmulShape> matmul_shape(const Dims& a, const Dims& b, const MatrixMulti
 
 namespace {
 
+// The optimizer's epilogue: a fused activation (floating types, no PReLU) and a residual of the output's
+// dtype and dims.
+Status check_epilogue(const InferContext& ctx, const char* op, const FusedActivation& fused, const TensorDesc& out) {
+  if (fused.on && !is_floating(out.dtype))
+    return invalid_argument(op, " has a fused activation (", enum_name(fused.kind), ") but computes in ",
+                            dtype_name(out.dtype), "; fused activations need a floating type");
+  if (fused.on && fused.kind == ActivationKind::kPRelu)
+    return invalid_argument(op, " cannot fuse PRelu (its slope is an input); use a separate Activation");
+  if (!ctx.has_input(kGemmResidualInput)) return Status::ok();
+  const TensorDesc& r = ctx.input(kGemmResidualInput);
+  if (r.dtype != out.dtype)
+    return invalid_argument(op, " input 'residual' has type ", dtype_name(r.dtype), " but the output has ",
+                            dtype_name(out.dtype), "; both must have the same type");
+  if (!dims_compatible(r.dims, out.dims))
+    return invalid_argument(op, " input 'residual' of shape ", r.dims.to_string(), " must have the output's shape ",
+                            out.dims.to_string(), " (it is not broadcast)");
+  return Status::ok();
+}
+
 constexpr std::initializer_list<DataType> kMatmulTypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                           DataType::kInt32, DataType::kInt64};
 
 OpSchema matrix_multiply_schema() {
   OpSchema s = make_schema<MatrixMultiplyAttrs>(
       "MatrixMultiply", "matmul",
-      "numpy matmul with broadcast batches and transposes; Gemm's alpha * a @ b + beta * c (ONNX MatMul, Gemm)");
-  s.input_names = {"a", "b", "c"};
+      "numpy matmul with broadcast batches and transposes; Gemm's alpha * a @ b + beta * c (ONNX MatMul, Gemm); "
+      "optional fused residual add and activation");
+  s.input_names = {"a", "b", "c", "residual"};
   s.min_inputs = 2;
-  s.max_inputs = 3;
+  s.max_inputs = 4;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
     const auto& attrs = ctx.attrs_as<MatrixMultiplyAttrs>();
     const TensorDesc& a = ctx.input(0);
@@ -81,7 +101,9 @@ OpSchema matrix_multiply_schema() {
         return invalid_argument("MatrixMultiply input 'c' of shape ", c.dims.to_string(),
                                 " must broadcast to the output shape ", shape.out.to_string());
     }
-    return one_output(a.dtype, shape.out);
+    std::vector<TensorDesc> out = one_output(a.dtype, shape.out);
+    KILN_RETURN_IF_ERROR(check_epilogue(ctx, "MatrixMultiply", attrs.fused, out[0]));
+    return out;
   };
   return s;
 }
@@ -89,10 +111,11 @@ OpSchema matrix_multiply_schema() {
 OpSchema fully_connected_schema() {
   OpSchema s = make_schema<FullyConnectedAttrs>(
       "FullyConnected", "matmul",
-      "y = flatten(x, axis) @ weights^T + bias with weights [out, K] (TensorRT fully connected layer)");
-  s.input_names = {"x", "weights", "bias"};
+      "y = flatten(x, axis) @ weights^T + bias with weights [out, K] (TensorRT fully connected layer); optional fused "
+      "residual add and activation");
+  s.input_names = {"x", "weights", "bias", "residual"};
   s.min_inputs = 2;
-  s.max_inputs = 3;
+  s.max_inputs = 4;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
     const auto& attrs = ctx.attrs_as<FullyConnectedAttrs>();
     const TensorDesc& x = ctx.input(0);
@@ -131,7 +154,9 @@ OpSchema fully_connected_schema() {
     Dims out;
     for (int i = 0; i < axis; ++i) out.push_back(x.dims[i]);
     out.push_back(w.dims[0]);
-    return one_output(x.dtype, out);
+    std::vector<TensorDesc> outs = one_output(x.dtype, out);
+    KILN_RETURN_IF_ERROR(check_epilogue(ctx, "FullyConnected", attrs.fused, outs[0]));
+    return outs;
   };
   return s;
 }

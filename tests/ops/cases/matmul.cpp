@@ -19,6 +19,19 @@ FullyConnectedAttrs fc(int64_t axis) {
   return a;
 }
 
+// The optimizer's epilogue: a fused activation on a matrix multiply or fully connected layer.
+FusedActivation fused(ActivationKind kind, float alpha = 0.f, float beta = 0.f) { return {true, kind, alpha, beta}; }
+MatrixMultiplyAttrs mm_fused(FusedActivation f, float alpha = 1.f, float beta = 1.f, bool tb = false) {
+  MatrixMultiplyAttrs a = mm(false, tb, alpha, beta);
+  a.fused = f;
+  return a;
+}
+FullyConnectedAttrs fc_fused(int64_t axis, FusedActivation f) {
+  FullyConnectedAttrs a = fc(axis);
+  a.fused = f;
+  return a;
+}
+
 }  // namespace
 
 KILN_OP_CASES(matmul) {
@@ -69,6 +82,48 @@ KILN_OP_CASES(matmul) {
   big_batched.tolerance_scale = 2;
   cases.push_back(big_batched);
 
+  // Epilogues: bias (c), residual, fused activation, alone and together.
+  const FusedActivation off;
+  add("epilogue residual", mm_fused(off), {uniform({3, 4}), uniform({4, 5}), absent(), uniform({3, 5})}, true);
+  add("epilogue bias relu", mm_fused(fused(ActivationKind::kRelu)), {uniform({3, 4}), uniform({4, 5}), uniform({5})});
+  add("epilogue gelu erf", mm_fused(fused(ActivationKind::kGelu)), {uniform({3, 4}), uniform({4, 5})});
+  add("epilogue gelu tanh bias [1, n]", mm_fused(fused(ActivationKind::kGelu, 0.f, 1.f)),
+      {uniform({3, 4}), uniform({4, 5}), uniform({1, 5})});
+  add("epilogue alpha beta c [m, 1] residual leaky", mm_fused(fused(ActivationKind::kLeakyRelu, 0.1f), 0.5f, 2.f),
+      {uniform({3, 4}), uniform({4, 5}), uniform({3, 1}), uniform({3, 5})});
+  add("epilogue batch folded bias residual gelu", mm_fused(fused(ActivationKind::kGelu)),
+      {uniform({6, 1, 8}), uniform({8, 12}), uniform({12}), uniform({6, 1, 12})});
+  add("epilogue batched transpose_b sigmoid", mm_fused(fused(ActivationKind::kSigmoid), 1.f, 1.f, true),
+      {uniform({2, 3, 4}), uniform({2, 5, 4}), uniform({5}), uniform({2, 3, 5})});
+  add("epilogue selu", mm_fused(fused(ActivationKind::kSelu, 1.67326f, 1.0507f)), {uniform({3, 4}), uniform({4, 5})});
+  add("epilogue clip", mm_fused(fused(ActivationKind::kClip, -0.2f, 0.3f)), {uniform({3, 4}), uniform({4, 5})});
+  add("epilogue softsign (no oneDNN post-op)", mm_fused(fused(ActivationKind::kSoftsign)),
+      {uniform({3, 4}), uniform({4, 5})});
+  add("epilogue empty K", mm_fused(fused(ActivationKind::kTanh)),
+      {uniform({3, 0}), uniform({0, 4}), uniform({4}), uniform({3, 4})});
+  OpCase bert_qkv{"MatrixMultiply",
+                  "epilogue 64x1x256 @ 256x384 bias gelu",
+                  attrs(mm_fused(fused(ActivationKind::kGelu))),
+                  {uniform({64, 1, 256}), uniform({256, 384}), uniform({384}), uniform({64, 1, 384})}};
+  bert_qkv.dtypes = {DataType::kFloat32};
+  bert_qkv.tolerance_scale = 2;
+  cases.push_back(bert_qkv);
+  cases.push_back({"FullyConnected",
+                   "epilogue residual relu",
+                   attrs(fc_fused(1, fused(ActivationKind::kRelu))),
+                   {uniform({4, 6}), uniform({5, 6}), uniform({5}), uniform({4, 5})}});
+  cases.push_back({"FullyConnected",
+                   "epilogue gelu tanh no bias",
+                   attrs(fc_fused(-1, fused(ActivationKind::kGelu, 0, 1))),
+                   {uniform({2, 3, 8}), uniform({4, 8}), absent()}});
+  cases.push_back({"FullyConnected",
+                   "epilogue residual only",
+                   attrs(fc(1)),
+                   {uniform({2, 3, 4}), uniform({7, 12}), absent(), uniform({2, 7})}});
+  cases.push_back({"FullyConnected",
+                   "epilogue empty K swish",
+                   attrs(fc_fused(1, fused(ActivationKind::kSilu, 1.f))),
+                   {uniform({3, 0}), uniform({5, 0}), uniform({5}), uniform({3, 5})}});
   cases.push_back({"FullyConnected", "[4, 6] bias", attrs(fc(1)), {uniform({4, 6}), uniform({5, 6}), uniform({5})}});
   cases.push_back({"FullyConnected", "[4, 6] no bias", attrs(fc(1)), {uniform({4, 6}), uniform({5, 6})}});
   cases.push_back(

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels/registry.h"
 #include "ops/matmul/matmul.h"
 
@@ -99,6 +101,57 @@ TEST(MatrixMultiplyKernels, CpuAgreesWithHandComputedGemm) {
     EXPECT_EQ(dst[0].at(0), 12.0) << backend_name(b);
     EXPECT_EQ(dst[0].at(1), 14.0) << backend_name(b);
   }
+}
+
+// The optimizer's epilogue: a residual of the output's shape, and floating fused activations other than PRelu.
+TEST(MatrixMultiplySchema, EpilogueChecks) {
+  MatrixMultiplyAttrs a;
+  const TensorDesc absent = TensorDesc::absent();
+  EXPECT_EQ(out_dims("MatrixMultiply", a, {f32({2, 3}), f32({3, 4}), absent, f32({2, 4})}), (Dims{2, 4}));
+  EXPECT_NE(error_of("MatrixMultiply", a, {f32({2, 3}), f32({3, 4}), absent, f32({1, 4})})
+                .find("'residual' of shape [1, 4] must have the output's shape [2, 4]"),
+            std::string::npos);
+  FullyConnectedAttrs f;
+  EXPECT_NE(error_of("FullyConnected", f, {f32({2, 3}), f32({4, 3}), absent, {DataType::kFloat16, {2, 4}, true}})
+                .find("'residual' has type float16"),
+            std::string::npos);
+  a.fused = {true, ActivationKind::kRelu};
+  const TensorDesc i32 = {DataType::kInt32, {2, 2}, true};
+  EXPECT_NE(error_of("MatrixMultiply", a, {i32, i32}).find("fused activations need a floating type"),
+            std::string::npos);
+  f.fused = {true, ActivationKind::kPRelu};
+  EXPECT_NE(error_of("FullyConnected", f, {f32({2, 3}), f32({4, 3})}).find("cannot fuse PRelu"), std::string::npos);
+}
+
+// BERT's [128, 1, 768] x [768, 2304] with bias, residual and GELU: still one GEMM of 128 rows, not 128 products of
+// one row each.
+TEST(MatrixMultiplyKernels, EpilogueKeepsABatchAgainstOneMatrixAsOneGemm) {
+  MatrixMultiplyAttrs a;
+  a.fused = {true, ActivationKind::kGelu};
+  const Dims ad{128, 1, 768}, bd{768, 2304}, cd{2304}, yd{128, 1, 2304};
+  OpCall call{OpRegistry::global().find("MatrixMultiply"), &a, {f32(ad), f32(bd), f32(cd), f32(yd)}, {f32(yd)}};
+  std::vector<Tensor> src;
+  for (const Dims& d : {ad, bd, cd, yd}) {
+    Tensor t = *Tensor::empty(DataType::kFloat32, d);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(0.37 * static_cast<double>(i % 1009)));
+    src.push_back(t);
+  }
+  std::vector<Tensor> dst{*Tensor::empty(DataType::kFloat32, yd)};
+  auto impl = KernelRegistry::global().select(call, Backend::kCpu);
+  ASSERT_TRUE(impl.is_ok()) << impl.status().message();
+  EXPECT_EQ((*impl)->name, "cpu.onednn.matrix_multiply");
+  auto kernel = (*impl)->create(call);
+  ASSERT_TRUE(kernel.is_ok());
+  KernelContext ctx{call, src, dst, cpu_stream(), cpu_allocator()};
+  ASSERT_TRUE((*kernel)->run(ctx).is_ok());
+  EXPECT_NE((*kernel)->detail().find("batch folded into rows"), std::string::npos) << (*kernel)->detail();
+  for (int64_t row : {0, 77, 127})
+    for (int64_t col : {0, 1000, 2303}) {
+      double dot = src[2].at(col) + src[3].at(row * 2304 + col);
+      for (int64_t k = 0; k < 768; ++k) dot += src[0].at(row * 768 + k) * src[1].at(k * 2304 + col);
+      const double gelu = 0.5 * dot * (1 + std::erf(dot / std::sqrt(2.0)));
+      EXPECT_NEAR(dst[0].at(row * 2304 + col), gelu, 1e-3 * (1 + std::abs(gelu))) << row << ", " << col;
+    }
 }
 
 }  // namespace
