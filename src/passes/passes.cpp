@@ -6,7 +6,13 @@ std::vector<Pass> all_optimizer_passes() {
   // Cleanup first (fusions see the simplest graph), fusions in the order they depend on each other, cleanup
   // again for what the fusions left.
   return {
-      constant_folding_pass(), no_op_removal_pass(), common_subexpression_pass(), dead_code_pass(), attention_pass(),
+      constant_folding_pass(),
+      no_op_removal_pass(),
+      common_subexpression_pass(),
+      dead_code_pass(),
+      // Fusions.
+      layernorm_pattern_pass(),
+      attention_pass(),
   };
 }
 

@@ -10,6 +10,7 @@ Pass constant_folding_pass();
 Pass dead_code_pass();
 Pass common_subexpression_pass();
 Pass no_op_removal_pass();
+Pass layernorm_pattern_pass();
 Pass attention_pass();
 
 /// Every pass in the order they run (pass_manager.cpp keeps one copy).
