@@ -13,6 +13,8 @@ std::vector<Pass> all_optimizer_passes() {
       // Fusions.
       layernorm_pattern_pass(),
       attention_pass(),
+      // Last among the fusions: it takes pointwise nodes the others would fuse into their layers.
+      pointwise_chain_pass(),
   };
 }
 
