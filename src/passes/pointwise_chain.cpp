@@ -120,6 +120,7 @@ Status fuse_chains(PassContext& ctx) {
   Graph& g = ctx.graph();
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, g.topological_order());
   std::vector<std::string> names;
+  names.reserve(order.size());
   for (Node* n : order) names.push_back(n->name);
   std::unordered_set<std::string> seen;
   for (const std::string& name : names) {

@@ -204,6 +204,26 @@ TEST(AttentionFusion, LeavesASoftmaxThatFeedsNoMatMul) {
   EXPECT_TRUE(pass_test::refused_by(report, "attention").empty());
 }
 
+TEST(AttentionFusion, TheOpNamesWhatDoesNotFit) {
+  Graph g;
+  Value* q = *g.add_input("q", DataType::kFloat32, {2, 4, 8});
+  Value* k = *g.add_input("k", DataType::kFloat32, {2, 5, 6});
+  Value* v = *g.add_input("v", DataType::kFloat32, {2, 5, 3});
+  Value* mask = *g.add_input("mask", DataType::kFloat32, {3, 4, 5});
+  auto bad_k = g.add_node("Attention", "att", std::make_unique<AttentionAttrs>(), {q, k, v});
+  ASSERT_FALSE(bad_k.is_ok());
+  EXPECT_NE(bad_k.status().to_string().find("'k' of shape [2, 5, 6] must have the feature size D = 8"),
+            std::string::npos)
+      << bad_k.status().to_string();
+  EXPECT_NE(bad_k.status().to_string().find("att"), std::string::npos) << bad_k.status().to_string();
+  Value* k2 = *g.add_input("k2", DataType::kFloat32, {2, 5, 8});
+  auto bad_mask = g.add_node("Attention", "att2", std::make_unique<AttentionAttrs>(), {q, k2, v, mask});
+  ASSERT_FALSE(bad_mask.is_ok());
+  EXPECT_NE(bad_mask.status().to_string().find("'mask' of shape [3, 4, 5] must broadcast to the scores' shape"),
+            std::string::npos)
+      << bad_mask.status().to_string();
+}
+
 TEST(AttentionFusion, OnnxExportRefusesTheFusedLayer) {
   auto g = bert_like_graph();
   OptimizerReport report;
