@@ -10,25 +10,29 @@ std::vector<Pass> all_optimizer_passes() {
       no_op_removal_pass(),
       common_subexpression_pass(),
       dead_code_pass(),
-      // Fusions.
-      // Convolution (before scale-activation, so conv-scale sees the scale alone); conv-elementwise-sum before
-      // conv-activation, so conv + add + relu becomes one layer.
+      // Fusions. Patterns of several ops first (layernorm, attention); convolution (conv-scale before
+      // scale-activation sees the scale alone; conv-elementwise-sum before conv-activation, so conv + add + relu
+      // becomes one layer); GEMM (gelu-pattern first, so gemm-activation takes the GELU); the seed's catalog;
+      // pointwise-chain last (it would take the pointwise nodes the others fuse into their layers).
+      layernorm_pattern_pass(),
+      attention_pass(),
       batchnorm_folding_pass(),
       conv_scale_pass(),
       conv_elementwise_sum_pass(),
       conv_activation_pass(),
-      shuffle_shuffle_pass(),
-      shuffle_reduce_pass(),
-      reduce_pooling_pass(),
-      reduction_fusions_pass(),
-      scale_activation_pass(),
-      // GEMM fusions (gelu_pattern.cpp, gemm_fusions.cpp, mlp_fusion.cpp)
       gelu_pattern_pass(),
       batchnorm_folding_gemm_pass(),
       gemm_bias_pass(),
       gemm_elementwise_sum_pass(),
       gemm_activation_pass(),
       mlp_pass(),
+      shuffle_shuffle_pass(),
+      shuffle_reduce_pass(),
+      reduce_pooling_pass(),
+      reduction_fusions_pass(),
+      scale_activation_pass(),
+      pointwise_chain_pass(),
+      // Precision after the fusions, so fused layers are lowered whole.
       precision_pass(),
       // Cleanup after the fusions.
       dead_code_pass(),

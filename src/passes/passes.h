@@ -10,6 +10,13 @@ Pass constant_folding_pass();
 Pass dead_code_pass();
 Pass common_subexpression_pass();
 Pass no_op_removal_pass();
+
+// Patterns of several ops (layernorm_pattern.cpp, attention.cpp, pointwise_chain.cpp).
+Pass layernorm_pattern_pass();
+Pass attention_pass();
+/// Runs after every other fusion (it would take the pointwise nodes they fuse into their layers).
+Pass pointwise_chain_pass();
+
 // conv_fusions.cpp
 Pass batchnorm_folding_pass();
 Pass conv_scale_pass();

@@ -1,0 +1,51 @@
+#include "ops/attention/attention.h"
+#include "harness.h"
+
+namespace kiln::harness {
+namespace {
+
+AttentionAttrs scaled(float scale) {
+  AttentionAttrs a;
+  a.scale = scale;
+  return a;
+}
+
+}  // namespace
+
+KILN_OP_CASES(attention) {
+  std::vector<OpCase> cases;
+  struct Shapes {
+    const char* name;
+    Dims q, k, v;
+    std::optional<Dims> mask;
+  };
+  const Shapes shapes[] = {
+      {"heads S 5 Sk 7", {2, 3, 5, 4}, {2, 3, 7, 4}, {2, 3, 7, 6}, std::nullopt},
+      {"padding mask [B,1,1,Sk]", {2, 3, 5, 4}, {2, 3, 7, 4}, {2, 3, 7, 6}, Dims{2, 1, 1, 7}},
+      {"full mask", {2, 3, 5, 4}, {2, 3, 7, 4}, {2, 3, 7, 6}, Dims{2, 3, 5, 7}},
+      {"column mask [S,1]", {2, 5, 4}, {2, 7, 4}, {2, 7, 3}, Dims{5, 1}},
+      {"rank 2 S 9 Sk 3", {9, 8}, {3, 8}, {3, 5}, std::nullopt},
+      {"broadcast batch", {2, 3, 5, 4}, {3, 6, 4}, {1, 3, 6, 2}, Dims{1}},
+      {"S 70 over row blocks", {2, 70, 16}, {2, 33, 16}, {2, 33, 16}, Dims{2, 1, 33}},
+      {"no keys", {2, 3, 4}, {2, 0, 4}, {2, 0, 5}, std::nullopt},
+  };
+  for (const Shapes& s : shapes) {
+    std::vector<InputSpec> inputs{uniform(s.q), uniform(s.k), uniform(s.v)};
+    if (s.mask) inputs.push_back(uniform(*s.mask, -4, 0));
+    cases.push_back({"Attention", s.name, attrs(scaled(0.5f)), inputs});
+  }
+  cases.push_back({"Attention",
+                   "scale 1 absent mask",
+                   attrs(AttentionAttrs{}),
+                   {uniform({1, 4, 6, 8}), uniform({1, 4, 6, 8}), uniform({1, 4, 6, 8}), absent()}});
+  OpCase bert{"Attention",
+              "BERT base head 1x12x128x64 masked",
+              attrs(scaled(0.125f)),
+              {uniform({1, 12, 128, 64}), uniform({1, 12, 128, 64}), uniform({1, 12, 128, 64}),
+               uniform({1, 1, 1, 128}, -10000, 0)}};
+  bert.dtypes = {DataType::kFloat32};
+  cases.push_back(bert);
+  return cases;
+}
+
+}  // namespace kiln::harness
