@@ -365,7 +365,7 @@ TEST(PublicApi, ReducedPrecisionFallsBackToFp32WithALogLine) {
   };
   // The CPU backend has no float16 fully connected kernel: the layer stays float32 and the log says why.
   EXPECT_TRUE(
-      has("optimizer: precision: not lowering 'fc' (FullyConnected): it runs in float32 (float16: no cpu "
+      has("optimizer: precision: not lowering 'fc + relu' (FullyConnected): it runs in float32 (float16: no cpu "
           "kernel accepts"))
       << ::testing::PrintToString(lines);
   // The engine runs as an FP32 one.

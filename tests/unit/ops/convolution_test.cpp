@@ -328,9 +328,10 @@ TEST(Convolution, EpilogueOnEveryOnednnTacticMatchesTheReference) {
           for (int64_t i = 0; i < y.numel(); ++i)
             ASSERT_NEAR(ctx.dst[0].data<float>()[i], want[0].data<float>()[i], 1e-5) << "at " << i << ", run " << run;
         }
-        if (prepare && prepared.defined())
+        if (prepare && prepared.defined()) {
           EXPECT_NE((*kernel)->detail().find("weights prepared at build time"), std::string::npos)
               << (*kernel)->detail();
+        }
       }
     }
   }

@@ -65,7 +65,9 @@ std::unique_ptr<Graph> decomposed(const Options& o) {
     y = out(add_b);
   }
   EXPECT_TRUE(g->mark_output(y).is_ok());
-  if (o.diff_is_output) EXPECT_TRUE(g->mark_output(out(sub)).is_ok());
+  if (o.diff_is_output) {
+    EXPECT_TRUE(g->mark_output(out(sub)).is_ok());
+  }
   return g;
 }
 
