@@ -3,6 +3,7 @@
 // nothing between become one MLP node.
 #include <unordered_set>
 
+#include "kiln/logger.h"
 #include "ops/mlp/mlp.h"
 #include "passes/gemm_pattern.h"
 #include "passes/passes.h"
@@ -90,7 +91,8 @@ Status fuse_chain(PassContext& ctx, const std::vector<Node*>& chain) {
   }
   auto fused = replace_with_node(ctx, chain, "MLP", std::make_unique<MlpAttrs>(attrs), inputs);
   if (!fused) {
-    g.remove_dead_nodes();  // drops the constants made for it
+    // The constants made for it are unused now; the final dead-code pass drops them (removing nodes here could
+    // remove ones the caller's loop has yet to visit).
     ctx.refused(str_cat("fusing ", names, " into a ", what, ": ", fused.status().message()));
     return Status::ok();
   }
@@ -117,7 +119,8 @@ Status fuse_mlp(PassContext& ctx) {
     }
     taken.insert(chain.begin(), chain.end());
     if (chain.size() == 1) {
-      ctx.applied(str_cat("'", head->name, "' is a 1-layer MLP (it stays a fused ", head->op(), ")"));
+      // Not a change: the layer stays as the gemm passes left it.
+      log_verbose("optimizer: mlp: '", head->name, "' is a 1-layer MLP (it stays a fused ", head->op(), ")");
       continue;
     }
     KILN_RETURN_IF_ERROR(fuse_chain(ctx, chain));

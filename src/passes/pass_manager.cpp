@@ -20,8 +20,8 @@ void PassContext::refused(std::string what) {
 }
 
 const std::vector<Pass>& optimizer_passes() {
-  static const std::vector<Pass> passes = all_optimizer_passes();
-  return passes;
+  static const std::vector<Pass> kPasses = all_optimizer_passes();
+  return kPasses;
 }
 
 namespace {

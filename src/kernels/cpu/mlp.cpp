@@ -33,13 +33,14 @@ class OnednnMlp final : public Kernel {
       if (layers_.empty() || rows != rows_) build(attrs, ctx, rows);
       const void* src = x.raw();
       for (size_t l = 0; l < layers_.size(); ++l) {
-        Layer& L = layers_[l];
+        Layer& layer = layers_[l];
         const bool last = l + 1 == layers_.size();
-        void* dst = last ? y.raw() : onednn::scratch(L.dst.get_size(), static_cast<int>(l % 2));
-        L.prim.execute(onednn::stream(), {{DNNL_ARG_SRC, dnnl::memory(L.src, onednn::engine(), const_cast<void*>(src))},
-                                          {DNNL_ARG_WEIGHTS, onednn::memory(L.wei, ctx.src[1 + 2 * l])},
-                                          {DNNL_ARG_BIAS, onednn::memory(L.bias, ctx.src[2 + 2 * l])},
-                                          {DNNL_ARG_DST, dnnl::memory(L.dst, onednn::engine(), dst)}});
+        void* dst = last ? y.raw() : onednn::scratch(layer.dst.get_size(), static_cast<int>(l % 2));
+        layer.prim.execute(onednn::stream(),
+                           {{DNNL_ARG_SRC, dnnl::memory(layer.src, onednn::engine(), const_cast<void*>(src))},
+                            {DNNL_ARG_WEIGHTS, onednn::memory(layer.wei, ctx.src[1 + 2 * l])},
+                            {DNNL_ARG_BIAS, onednn::memory(layer.bias, ctx.src[2 + 2 * l])},
+                            {DNNL_ARG_DST, dnnl::memory(layer.dst, onednn::engine(), dst)}});
         src = dst;
       }
       onednn::stream().wait();
@@ -58,15 +59,16 @@ class OnednnMlp final : public Kernel {
     for (int l = 0; l < attrs.layers(); ++l) {
       const Dims& w = ctx.src[1 + 2 * l].dims();
       const int64_t outs = w[0], k = w[1];
-      Layer L{matrix(rows, k), matrix(k, outs, /*transposed=*/true), matrix(1, outs), matrix(rows, outs), {}};
+      Layer layer{matrix(rows, k), matrix(k, outs, /*transposed=*/true), matrix(1, outs), matrix(rows, outs), {}};
       dnnl::post_ops ops;
       onednn::append_fused_activation(ops, attrs.activation(l));
       dnnl::primitive_attr pattr;
       pattr.set_post_ops(ops);
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(L.src, L.wei, L.bias, L.dst), pattr, onednn::engine());
-      L.prim = dnnl::matmul(pd);
-      if (l + 1 < attrs.layers()) workspace_ += L.dst.get_size();
-      layers_.push_back(std::move(L));
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(layer.src, layer.wei, layer.bias, layer.dst), pattr,
+                                            onednn::engine());
+      layer.prim = dnnl::matmul(pd);
+      if (l + 1 < attrs.layers()) workspace_ += layer.dst.get_size();
+      layers_.push_back(std::move(layer));
     }
     rows_ = rows;
   }

@@ -71,7 +71,8 @@ KILN_REGISTER_OP(mlp_schema());
 
 KILN_REGISTER_FOLD_COST("MLP", [](const Attrs&, const std::vector<const Tensor*>& in, const std::vector<TensorDesc>&) {
   const double rows = in[0] && in[0]->rank()
-                          ? static_cast<double>(in[0]->numel() / std::max<int64_t>(in[0]->dims()[in[0]->rank() - 1], 1))
+                          ? static_cast<double>(in[0]->numel()) /
+                                static_cast<double>(std::max<int64_t>(in[0]->dims()[in[0]->rank() - 1], 1))
                           : 1.0;
   double work = 0;
   for (size_t i = 1; i < in.size(); i += 2)
