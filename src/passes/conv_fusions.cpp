@@ -340,7 +340,10 @@ Status fuse_activations(PassContext& ctx) {
       ctx.refused(str_cat("fusing ", what, ": ", fused.status().message()));
       continue;
     }
-    ctx.applied(str_cat("fused ", what, " into '", (*fused)->name, "' (", enum_name(aa->kind), " epilogue)"));
+    // The activation node (and its attributes) is gone: name the kind from the fused layer's copy.
+    const auto& fused_attrs = static_cast<const ConvolutionAttrs&>(*(*fused)->attrs);
+    ctx.applied(
+        str_cat("fused ", what, " into '", (*fused)->name, "' (", enum_name(fused_attrs.fused.kind), " epilogue)"));
   }
   return Status::ok();
 }
