@@ -13,12 +13,6 @@
 namespace kiln {
 namespace {
 
-std::string quoted(std::span<Node* const> nodes) {
-  std::string s;
-  for (Node* n : nodes) s += (s.empty() ? "'" : " + '") + n->name + "'";
-  return s;
-}
-
 // A Div or Mul of `x` by a constant scalar: the factor x is multiplied by, or nullopt.
 std::optional<double> scalar_factor(const Node& n, const Value* x) {
   const auto* a = attrs_if<ElementWiseAttrs>(&n, "ElementWise");

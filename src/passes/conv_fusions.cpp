@@ -55,13 +55,6 @@ std::string foldable_reason(const Node& conv) {
 // The output channels of a convolution with known weights [M, C / group, k...].
 int64_t output_channels(const Node& conv) { return conv.inputs[1]->value()->dims()[0]; }
 
-// A fresh value name from `base` (the graph's names are unique).
-std::string free_name(const Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int i = 2; g.find_value(name); ++i) name = str_cat(base, "_", i);
-  return name;
-}
-
 // New constants w' = w * scale[c] and b' = b * scale[c] + shift[c] for `conv` (the originals stay as they are:
 // other readers keep theirs). Pair of (weights, bias).
 Result<std::pair<Value*, Value*>> folded_parameters(Graph& g, const Node& conv, const ChannelAffine& f,

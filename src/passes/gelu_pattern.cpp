@@ -158,12 +158,6 @@ std::optional<GeluMatch> match_tanh_form(const Graph& g, Node* tanh) {
   return m;
 }
 
-std::string quoted_names(const std::vector<Node*>& nodes) {
-  std::string s;
-  for (Node* n : nodes) s += (s.empty() ? "'" : " + '") + n->name + "'";
-  return s;
-}
-
 // The first constant off by more than the tolerance, as a sentence; empty when all match.
 std::string constant_mismatch(const GeluMatch& m) {
   for (const auto& [what, found, expected] : m.constants)
@@ -181,7 +175,7 @@ Status fuse_gelu(PassContext& ctx) {
     const bool erf = attrs_if<UnaryAttrs>(n, "Unary") != nullptr;
     std::optional<GeluMatch> m = erf ? match_erf_form(g, n) : match_tanh_form(g, n);
     if (!m) continue;
-    const std::string names = quoted_names(m->nodes);
+    const std::string names = quoted(m->nodes);
     const char* form = erf ? "erf" : "tanh";
     if (!is_floating(m->x->dtype)) continue;
     if (std::string why = constant_mismatch(*m); !why.empty()) {

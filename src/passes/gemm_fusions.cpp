@@ -75,8 +75,8 @@ Status fuse_gemm_bias(PassContext& ctx) {
     Value* as_bias = bias;
     if (gemm->op() == "FullyConnected" && bias->dims.rank() != 1) {  // its bias is [out]
       KILN_ASSIGN_OR_RETURN(Tensor flat, bias->value()->reshape(Dims{n}));
-      KILN_ASSIGN_OR_RETURN(
-          as_bias, ctx.graph().add_constant(free_value_name(ctx.graph(), bias->name + "/as_bias"), std::move(flat)));
+      KILN_ASSIGN_OR_RETURN(as_bias,
+                            ctx.graph().add_constant(free_name(ctx.graph(), bias->name + "/as_bias"), std::move(flat)));
     }
     std::unique_ptr<Attrs> attrs = gemm->attrs->clone();
     if (gemm->op() == "MatrixMultiply") static_cast<MatrixMultiplyAttrs&>(*attrs).beta = 1.f;
@@ -189,9 +189,8 @@ Status fold_batchnorm(PassContext& ctx) {
     KILN_ASSIGN_OR_RETURN(Tensor bias, Tensor::empty(gemm->outputs[0]->dtype, Dims{n}));
     for (int64_t o = 0; o < n; ++o) bias.set(o, (bias_scale * old_bias[o] - mean[o]) * scale[o] + shift[o]);
     KILN_ASSIGN_OR_RETURN(Value * new_w,
-                          g.add_constant(free_value_name(g, gemm->name + "/bn_folded_weights"), std::move(folded)));
-    KILN_ASSIGN_OR_RETURN(Value * new_b,
-                          g.add_constant(free_value_name(g, gemm->name + "/bn_folded_bias"), std::move(bias)));
+                          g.add_constant(free_name(g, gemm->name + "/bn_folded_weights"), std::move(folded)));
+    KILN_ASSIGN_OR_RETURN(Value * new_b, g.add_constant(free_name(g, gemm->name + "/bn_folded_bias"), std::move(bias)));
     std::unique_ptr<Attrs> attrs = gemm->attrs->clone();
     if (gemm->op() == "MatrixMultiply") static_cast<MatrixMultiplyAttrs&>(*attrs).beta = 1.f;
     auto fused = replace_with_node(ctx, pair, gemm->op(), std::move(attrs), {gemm->inputs[0], new_w, new_b});

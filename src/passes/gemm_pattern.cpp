@@ -32,16 +32,4 @@ std::vector<Value*> trimmed(std::vector<Value*> inputs) {
   return inputs;
 }
 
-std::string quoted(std::span<Node* const> nodes) {
-  std::string s;
-  for (Node* n : nodes) s += (s.empty() ? "'" : " + '") + n->name + "'";
-  return s;
-}
-
-std::string free_value_name(const Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int i = 1; g.find_value(name); ++i) name = str_cat(base, "_", i);
-  return name;
-}
-
 }  // namespace kiln

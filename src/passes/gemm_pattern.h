@@ -25,9 +25,5 @@ int64_t gemm_columns(const Node& n);
 bool along_last_axis(const Value& v, int64_t n);
 /// `inputs` without trailing absent entries.
 std::vector<Value*> trimmed(std::vector<Value*> inputs);
-/// "'a' + 'b'" for messages.
-std::string quoted(std::span<Node* const> nodes);
-/// A value name not yet used in `g`: `base`, else `base_1`, ...
-std::string free_value_name(const Graph& g, const std::string& base);
 
 }  // namespace kiln

@@ -13,12 +13,6 @@
 namespace kiln {
 namespace {
 
-std::string quoted(std::span<Node* const> nodes) {
-  std::string s;
-  for (Node* n : nodes) s += (s.empty() ? "'" : " + '") + n->name + "'";
-  return s;
-}
-
 bool is_ew(const Node* n, ElementWiseOp op) {
   const auto* a = attrs_if<ElementWiseAttrs>(n, "ElementWise");
   return a && a->op == op && n->inputs.size() == 2;
@@ -163,9 +157,7 @@ Result<Value*> param_input(Graph& g, Value* p, int norm_rank) {
   for (int i = p->dims.rank() - norm_rank; i < p->dims.rank(); ++i) dims.push_back(p->dims[i]);
   KILN_ASSIGN_OR_RETURN(Tensor copy, p->value()->clone());
   KILN_ASSIGN_OR_RETURN(Tensor shaped, copy.reshape(dims));
-  std::string name = p->name + "#layer_norm";
-  while (g.find_value(name)) name += "'";
-  return g.add_constant(name, std::move(shaped));
+  return g.add_constant(free_name(g, p->name + "#layer_norm"), std::move(shaped));
 }
 
 Status fuse_layer_norms(PassContext& ctx) {

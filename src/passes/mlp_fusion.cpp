@@ -46,7 +46,7 @@ Result<Value*> new_constant(Graph& g, const std::string& base, DataType dtype, D
                             const std::vector<double>& values) {
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, dims));
   for (int64_t i = 0; i < t.numel(); ++i) t.set(i, values[static_cast<size_t>(i)]);
-  return g.add_constant(free_value_name(g, base), std::move(t));
+  return g.add_constant(free_name(g, base), std::move(t));
 }
 
 // Layer `n`'s inputs as the MLP takes them: weights [out, in] and bias [out], new constants where the layer's own

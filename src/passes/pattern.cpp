@@ -36,6 +36,18 @@ std::string fused_name(std::span<Node* const> nodes) {
   return name;
 }
 
+std::string quoted(std::span<Node* const> nodes) {
+  std::string s;
+  for (Node* n : nodes) s += (s.empty() ? "'" : " + '") + n->name + "'";
+  return s;
+}
+
+std::string free_name(const Graph& g, const std::string& base) {
+  std::string name = base;
+  for (int i = 1; g.find_value(name) || g.find_node(name); ++i) name = str_cat(base, "_", i);
+  return name;
+}
+
 std::optional<double> known_scalar(const Value* value) {
   const Tensor* t = value ? value->value() : nullptr;
   if (!t || t->numel() != 1 || !is_floating(t->dtype())) return std::nullopt;

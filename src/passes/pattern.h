@@ -35,6 +35,10 @@ std::optional<std::vector<Node*>> match_chain(const Graph& graph, Node* head, st
 
 /// "conv1 + relu1": the names of `nodes` joined as TensorRT names fused layers.
 std::string fused_name(std::span<Node* const> nodes);
+/// "'conv1' + 'relu1'": the names quoted for messages.
+std::string quoted(std::span<Node* const> nodes);
+/// A name no value or node of `g` has: `base`, else `base_1`, `base_2`, ...
+std::string free_name(const Graph& g, const std::string& base);
 /// The scalar value of a known (constant or folded) value with one element, as double; nullopt otherwise.
 std::optional<double> known_scalar(const Value* value);
 /// Whether every element of a known float value equals `x`.

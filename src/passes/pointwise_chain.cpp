@@ -14,12 +14,6 @@
 namespace kiln {
 namespace {
 
-std::string quoted(std::span<Node* const> nodes) {
-  std::string s;
-  for (Node* n : nodes) s += (s.empty() ? "'" : " + '") + n->name + "'";
-  return s;
-}
-
 // The step `n` adds to a chain whose running value is `running` (of dims `shape`), with the value a binary step
 // reads in *operand (nullptr for a scalar, the running value or no operand); nullopt when `n` cannot join.
 std::optional<PointwiseStep> as_step(const Node& n, const Value* running, const Dims& shape, Value** operand) {

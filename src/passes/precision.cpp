@@ -57,8 +57,8 @@ class Lowering {
     if (auto it = casts_.find({v, t}); it != casts_.end()) return it->second;
     auto attrs = std::make_unique<CastAttrs>();
     attrs->to = t;
-    KILN_ASSIGN_OR_RETURN(
-        Node * cast, g_.add_node("Cast", unique_name(str_cat(v->name, "/to_", short_name(t))), std::move(attrs), {v}));
+    KILN_ASSIGN_OR_RETURN(Node * cast, g_.add_node("Cast", free_name(g_, str_cat(v->name, "/to_", short_name(t))),
+                                                   std::move(attrs), {v}));
     casts_[{v, t}] = cast->outputs[0];
     new_casts_.push_back(cast);
     return cast->outputs[0];
@@ -121,8 +121,9 @@ class Lowering {
       }
       auto attrs = std::make_unique<CastAttrs>();
       attrs->to = old->dtype;
-      KILN_ASSIGN_OR_RETURN(Node * back, g_.add_node("Cast", unique_name(str_cat(name, "/to_", short_name(old->dtype))),
-                                                     std::move(attrs), {now}));
+      KILN_ASSIGN_OR_RETURN(
+          Node * back,
+          g_.add_node("Cast", free_name(g_, str_cat(name, "/to_", short_name(old->dtype))), std::move(attrs), {now}));
       g_.replace_all_uses(old, back->outputs[0]);
       named.back() = back->outputs[0];
     }
@@ -133,7 +134,7 @@ class Lowering {
     // The float32 value keeps the old name (readers and graph outputs know it); the lowered one is "<name>/<t>".
     for (size_t i = 0; i < names.size(); ++i) {
       Value* v = l->outputs[i];
-      if (named[i] != v) KILN_RETURN_IF_ERROR(g_.rename_value(v, unique_name(names[i] + "/" + short_name(t))));
+      if (named[i] != v) KILN_RETURN_IF_ERROR(g_.rename_value(v, free_name(g_, names[i] + "/" + short_name(t))));
       KILN_RETURN_IF_ERROR(g_.rename_value(named[i], names[i]));
     }
     return g_.rename_node(l, name);
@@ -151,12 +152,6 @@ class Lowering {
   }
 
  private:
-  std::string unique_name(const std::string& base) {
-    std::string name = base;
-    for (int i = 1; g_.find_value(name) || g_.find_node(name); ++i) name = str_cat(base, "#", i);
-    return name;
-  }
-
   PassContext& ctx_;
   Graph& g_;
   std::map<std::pair<Value*, DataType>, Value*> casts_;

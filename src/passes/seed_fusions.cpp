@@ -173,10 +173,11 @@ Status replace_with_reduce(PassContext& ctx, std::vector<Node*> nodes, std::uniq
   return g.rename_value(r->outputs[0], name + ":0");
 }
 
-std::vector<int64_t> known_reduce_axes(const Node& reduce) {
+// The axes a Reduce folds when they are known now (nullopt: an axes input known only at run time).
+std::optional<std::vector<int64_t>> known_reduce_axes(const Node& reduce) {
   const auto& a = static_cast<const ReduceAttrs&>(*reduce.attrs);
   const Value* axes = reduce.inputs.size() > 1 ? reduce.inputs[1] : nullptr;
-  if (axes && !axes->value()) return {-1000};  // known only at run time
+  if (axes && !axes->value()) return std::nullopt;
   return reduce_axes(a, axes ? axes->value() : nullptr);
 }
 
@@ -200,11 +201,11 @@ Status fuse_shuffle_reduce(PassContext& ctx) {
       ctx.refused(what + ": the reduce drops its axes (keepDimensions is off)");
       continue;
     }
-    std::vector<int64_t> axes = known_reduce_axes(*reduce);
+    const std::vector<int64_t> axes = known_reduce_axes(*reduce).value_or(std::vector<int64_t>{});
     const Dims in = shuffle->inputs[0]->dims;
     const int rank = in.rank();
-    if (axes == std::vector<int64_t>{-1000} || axes.empty() || rank == 0) {
-      ctx.refused(what + ": the reduce's axes are not known constants");
+    if (axes.empty() || rank == 0) {
+      ctx.refused(what + ": the reduce's axes are not known constants, or it reduces every axis");
       continue;
     }
     Perm p(rank);
@@ -265,7 +266,7 @@ Status reduce_to_pooling(PassContext& ctx) {
     if (!a || a->op != ReduceOp::kMean) continue;
     const int rank = n->inputs[0]->dims.rank();
     const std::string what = str_cat("turning '", n->name, "' into a pooling");
-    std::vector<int64_t> axes = known_reduce_axes(*n);
+    std::vector<int64_t> axes = known_reduce_axes(*n).value_or(std::vector<int64_t>{});
     for (int64_t& ax : axes)
       if (ax < 0) ax += rank;
     std::sort(axes.begin(), axes.end());

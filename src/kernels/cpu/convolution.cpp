@@ -10,6 +10,7 @@
 
 #include "core/parallel.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/onednn_epilogue.h"
 #include "kernels/ref/activation.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
@@ -217,49 +218,11 @@ memory::desc weights_desc(const Dims& w, int64_t group, bool deconv) {
   return dense_desc(dims, strides);
 }
 
-// One oneDNN eltwise post-op: dst = scale * alg(dst; alpha, beta).
-struct EltwiseStep {
-  dnnl::algorithm alg;
-  float alpha = 0.f, beta = 0.f, scale = 1.f;
-};
-
-// The eltwise post-ops computing a fused activation, or nullopt where oneDNN has no algorithm for it.
-std::optional<std::vector<EltwiseStep>> eltwise_steps(const FusedActivation& f) {
-  using A = dnnl::algorithm;
-  switch (f.kind) {
-    case ActivationKind::kRelu: return std::vector<EltwiseStep>{{A::eltwise_relu}};
-    case ActivationKind::kLeakyRelu: return std::vector<EltwiseStep>{{A::eltwise_relu, f.alpha}};
-    case ActivationKind::kElu: return std::vector<EltwiseStep>{{A::eltwise_elu, f.alpha}};
-    case ActivationKind::kSelu: return std::vector<EltwiseStep>{{A::eltwise_elu, f.alpha}, {A::eltwise_linear, f.beta}};
-    case ActivationKind::kSigmoid: return std::vector<EltwiseStep>{{A::eltwise_logistic}};
-    case ActivationKind::kHardSigmoid:
-      return std::vector<EltwiseStep>{{A::eltwise_linear, f.alpha, f.beta}, {A::eltwise_clip_v2, 0.f, 1.f}};
-    case ActivationKind::kTanh: return std::vector<EltwiseStep>{{A::eltwise_tanh}};
-    case ActivationKind::kSoftplus: return std::vector<EltwiseStep>{{A::eltwise_soft_relu}};
-    case ActivationKind::kClip: return std::vector<EltwiseStep>{{A::eltwise_clip_v2, f.alpha, f.beta}};
-    case ActivationKind::kGelu:
-      return std::vector<EltwiseStep>{{f.beta != 0.f ? A::eltwise_gelu_tanh : A::eltwise_gelu_erf}};
-    case ActivationKind::kSilu: return std::vector<EltwiseStep>{{A::eltwise_swish, f.alpha}};
-    case ActivationKind::kHardSwish: return std::vector<EltwiseStep>{{A::eltwise_hardswish}};
-    case ActivationKind::kMish: return std::vector<EltwiseStep>{{A::eltwise_mish}};
-    case ActivationKind::kScaledTanh:
-      // (A linear post-op after the tanh gave wrong results with oneDNN 2.6 here; the tanh's own scale does it.)
-      return std::vector<EltwiseStep>{{A::eltwise_linear, f.beta}, {A::eltwise_tanh, 0.f, 0.f, f.alpha}};
-    case ActivationKind::kPRelu:
-    case ActivationKind::kSoftsign:
-    case ActivationKind::kThresholdedRelu:
-    case ActivationKind::kCelu: return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 // The post-ops of a problem's epilogue: the residual sum first, then the activation.
 dnnl::primitive_attr epilogue_attr(const OnednnProblem& p) {
   dnnl::post_ops ops;
   if (p.residual) ops.append_sum(1.f);
-  if (p.fused.on)
-    for (const EltwiseStep& e : eltwise_steps(p.fused).value_or(std::vector<EltwiseStep>{}))
-      ops.append_eltwise(e.scale, e.alg, e.alpha, e.beta);
+  onednn::append_fused_activation(ops, p.fused);
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   return attr;
@@ -280,8 +243,7 @@ Result<OnednnProblem> onednn_problem(const OpCall& call, const Dims& x, const Di
     group = a.group;
     p.residual = call.has_input(3);
     p.fused = a.fused;
-    if (p.fused.on && !eltwise_steps(p.fused))
-      return unsupported("oneDNN has no eltwise post-op for a fused ", enum_name(p.fused.kind));
+    KILN_RETURN_IF_ERROR(onednn::supports_fused_activation(p.fused));
   }
   if (win.rank() > 3) return unsupported("oneDNN has no ", win.rank(), "-D convolution");
   for (int i = 0; i < win.rank(); ++i) {
@@ -493,9 +455,7 @@ Status onednn_supports(const OpCall& call) {
   const Dims& x = call.inputs[0].dims;
   if (x.rank() > 5) return unsupported("oneDNN has no convolution over more than 3 spatial axes");
   if (call.schema->name == "Convolution") {
-    const FusedActivation& f = call.attrs_as<ConvolutionAttrs>().fused;
-    if (f.on && !eltwise_steps(f))
-      return unsupported("oneDNN has no eltwise post-op for a fused ", enum_name(f.kind), " activation");
+    KILN_RETURN_IF_ERROR(onednn::supports_fused_activation(call.attrs_as<ConvolutionAttrs>().fused));
   }
   const Dims& w = call.inputs[1].dims;
   const Dims& y = call.outputs[0].dims;

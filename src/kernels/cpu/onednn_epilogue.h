@@ -2,18 +2,20 @@
 // oneDNN post-ops for the optimizer's epilogues on CPU layers: a fused activation as an eltwise post-op and a
 // residual as a binary add.
 #include <optional>
+#include <vector>
 
 #include "kernels/cpu/onednn.h"
 #include "ops/activation/activation.h"
 
 namespace kiln::onednn {
 
-/// The eltwise post-op computing `fused` (with its alpha, beta and result scale), or nullopt when oneDNN has none.
-struct EltwisePostOp {
-  dnnl::algorithm algorithm;
+/// One oneDNN eltwise post-op: dst = scale * alg(dst; alpha, beta).
+struct EltwiseStep {
+  dnnl::algorithm alg;
   float alpha = 0.f, beta = 0.f, scale = 1.f;
 };
-std::optional<EltwisePostOp> eltwise_post_op(const FusedActivation& fused);
+/// The eltwise post-ops computing a fused activation (some kinds take two), or nullopt where oneDNN has none.
+std::optional<std::vector<EltwiseStep>> eltwise_steps(const FusedActivation& fused);
 
 /// OK when oneDNN runs `fused` (off, or a kind it has an eltwise for) as a post-op, else the reason.
 Status supports_fused_activation(const FusedActivation& fused);

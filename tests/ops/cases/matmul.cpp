@@ -97,6 +97,9 @@ KILN_OP_CASES(matmul) {
       {uniform({2, 3, 4}), uniform({2, 5, 4}), uniform({5}), uniform({2, 3, 5})});
   add("epilogue selu", mm_fused(fused(ActivationKind::kSelu, 1.67326f, 1.0507f)), {uniform({3, 4}), uniform({4, 5})});
   add("epilogue clip", mm_fused(fused(ActivationKind::kClip, -0.2f, 0.3f)), {uniform({3, 4}), uniform({4, 5})});
+  // Two eltwise post-ops (the mapping convolutions share): a linear step, then a clip.
+  add("epilogue hard sigmoid residual", mm_fused(fused(ActivationKind::kHardSigmoid, 0.2f, 0.5f)),
+      {uniform({3, 4}), uniform({4, 5}), uniform({5}), uniform({3, 5})});
   add("epilogue softsign (no oneDNN post-op)", mm_fused(fused(ActivationKind::kSoftsign)),
       {uniform({3, 4}), uniform({4, 5})});
   add("epilogue empty K", mm_fused(fused(ActivationKind::kTanh)),
