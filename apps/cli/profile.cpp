@@ -1,5 +1,6 @@
 #include "profile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -7,9 +8,19 @@ namespace kiln::cli {
 
 void LayerProfile::add(std::string_view layer, std::string_view kernel, double ms) {
   auto [it, fresh] = index_.try_emplace(std::string(layer), layers_.size());
-  if (fresh) layers_.push_back({std::string(layer), std::string(kernel), 0});
+  if (fresh) layers_.push_back({std::string(layer), std::string(kernel), 0, {}});
   layers_[it->second].total_ms += ms;
+  layers_[it->second].samples.push_back(ms);
 }
+
+namespace {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+double min_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+}  // namespace
 
 double LayerProfile::total_ms() const {
   double t = 0;
@@ -41,6 +52,8 @@ std::string LayerProfile::json() const {
                    {"kernel", l.kernel},
                    {"timeMs", l.total_ms},
                    {"averageMs", l.total_ms / runs},
+                   {"medianMs", median_of(l.samples)},
+                   {"minMs", min_of(l.samples)},
                    {"percentage", total > 0 ? 100 * l.total_ms / total : 0.0}});
   return out.dump(1) + "\n";
 }

@@ -15,13 +15,15 @@ class LayerProfile {
   int runs() const { return runs_; }
   /// trtexec's table: total and average time per layer, share of the total, the layer and its kernel.
   std::string table() const;
-  /// trtexec's --exportProfile JSON: [{"count": runs}, {"name", "timeMs", "averageMs", "percentage", "kernel"}...].
+  /// trtexec's --exportProfile JSON: [{"count": runs}, {"name", "timeMs", "averageMs", "medianMs", "minMs",
+  /// "percentage", "kernel"}...].
   std::string json() const;
 
  private:
   struct Layer {
     std::string name, kernel;
     double total_ms = 0;
+    std::vector<double> samples;  ///< one time per run
   };
   double total_ms() const;
   std::vector<Layer> layers_;

@@ -296,18 +296,26 @@ int run_test(const Options& opt) {
             ++skipped;
             continue;
           }
-          ++checks;
-          auto got = run_impl(*impl, p);
-          std::string diff = got ? count_diff(*got, want->size()) : got.status().to_string();
-          for (size_t i = 0; diff.empty() && i < want->size(); ++i) {
-            diff = compare((*got)[i], (*want)[i], tol);
-            if (!diff.empty()) diff = str_cat("output ", i, ": ", diff);
-          }
-          if (!diff.empty()) {
-            std::printf("FAIL %s on %s: %s\n", label.c_str(), impl->name.c_str(), diff.c_str());
-            ++failed;
-          } else if (opt.verbose) {
-            std::printf("ok   %s on %s\n", label.c_str(), impl->name.c_str());
+          // Every tactic the builder may choose is checked, not only the default.
+          std::vector<std::string> tactics = impl->tactics ? impl->tactics(p.call) : std::vector<std::string>{};
+          if (tactics.empty()) tactics.emplace_back();
+          for (const std::string& tactic : tactics) {
+            ++checks;
+            Prepared with_tactic = p;
+            with_tactic.call.tactic = tactic;
+            const std::string name = tactic.empty() ? impl->name : str_cat(impl->name, "[", tactic, "]");
+            auto got = run_impl(*impl, with_tactic);
+            std::string diff = got ? count_diff(*got, want->size()) : got.status().to_string();
+            for (size_t i = 0; diff.empty() && i < want->size(); ++i) {
+              diff = compare((*got)[i], (*want)[i], tol);
+              if (!diff.empty()) diff = str_cat("output ", i, ": ", diff);
+            }
+            if (!diff.empty()) {
+              std::printf("FAIL %s on %s: %s\n", label.c_str(), name.c_str(), diff.c_str());
+              ++failed;
+            } else if (opt.verbose) {
+              std::printf("ok   %s on %s\n", label.c_str(), name.c_str());
+            }
           }
         }
       }

@@ -284,9 +284,58 @@ struct OnednnPlan {
 
 // Tactics: "blocked" lets oneDNN pick the activations' layout (reorders in and out around the
 // primitive); "plain" keeps kiln's row-major layout (no reorders, other implementations). Weights are
-// always in the primitive's preferred layout.
+// always in the primitive's preferred layout. A convolution with an epilogue (residual, activation) also has
+// "+epilogue" variants: the primitive runs without post-ops and kiln's own vectorized pass adds the residual and
+// applies the activation on the plain output (oneDNN 2.6's gemm convolution applies post-ops with reference code).
 constexpr const char* kBlocked = "blocked";
 constexpr const char* kPlain = "plain";
+constexpr const char* kBlockedEpilogue = "blocked+epilogue";
+constexpr const char* kPlainEpilogue = "plain+epilogue";
+
+struct ConvTactic {
+  bool plain = false;
+  bool own_epilogue = false;
+};
+
+std::optional<ConvTactic> parse_tactic(const std::string& t) {
+  if (t.empty() || t == kBlocked) return ConvTactic{false, false};
+  if (t == kPlain) return ConvTactic{true, false};
+  if (t == kBlockedEpilogue) return ConvTactic{false, true};
+  if (t == kPlainEpilogue) return ConvTactic{true, true};
+  return std::nullopt;
+}
+
+// The problem oneDNN runs for a tactic: without post-ops when kiln applies the epilogue itself.
+OnednnProblem for_tactic(OnednnProblem p, const ConvTactic& t) {
+  if (t.own_epilogue) {
+    p.residual = false;
+    p.fused = FusedActivation{};
+  }
+  return p;
+}
+
+// y = act(y + residual) in place, in cache-sized chunks over the threads; ReLU and Clip vectorize.
+void own_epilogue(const FusedActivation& fused, const float* residual, float* y, int64_t n) {
+  constexpr int64_t kChunk = 1 << 14;
+  parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t c) {
+    const int64_t begin = c * kChunk, end = std::min(n, begin + kChunk);
+    float* d = y + begin;
+    const int64_t m = end - begin;
+    if (residual) {
+      const float* r = residual + begin;
+      for (int64_t i = 0; i < m; ++i) d[i] += r[i];
+    }
+    if (!fused.on) return;
+    if (fused.kind == ActivationKind::kRelu) {
+      for (int64_t i = 0; i < m; ++i) d[i] = d[i] > 0.f ? d[i] : 0.f;
+    } else if (fused.kind == ActivationKind::kClip) {
+      const float lo = fused.alpha, hi = fused.beta;
+      for (int64_t i = 0; i < m; ++i) d[i] = std::min(std::max(d[i], lo), hi);
+    } else {
+      ref::apply_fused(fused, d, m);
+    }
+  });
+}
 
 template <class Op>
 typename Op::primitive_desc make_pd(const OnednnProblem& p, dnnl::algorithm algo, bool plain) {
@@ -358,12 +407,16 @@ bool prepared_fits(const Tensor* prepared, const memory::desc& want) {
 class OnednnConvolution final : public Kernel {
  public:
   /// Constant weights are used as prepared at build time, or else reordered into the primitive's layout once.
-  OnednnConvolution(const Tensor* constant_weights, const Tensor* prepared, bool plain)
-      : constant_weights_(constant_weights), prepared_(prepared), plain_(plain) {}
+  OnednnConvolution(const Tensor* constant_weights, const Tensor* prepared, ConvTactic tactic)
+      : constant_weights_(constant_weights),
+        prepared_(prepared),
+        plain_(tactic.plain),
+        own_epilogue_(tactic.own_epilogue) {}
 
   std::string detail() const override {
     if (!ready_) return {};
     return plan_ ? str_cat("oneDNN ", plan_->impl, plain_ ? " (plain layout)" : " (blocked layout)",
+                           own_epilogue_ && epilogue_ ? ", kiln's epilogue" : "",
                            use_prepared_ ? ", weights prepared at build time" : "")
                  : "own loops (oneDNN declined)";
   }
@@ -382,7 +435,9 @@ class OnednnConvolution final : public Kernel {
       weights_ready_ = false;
       auto problem = onednn_problem(ctx.call, x.dims(), w.dims(), y.dims(), has_bias);
       if (problem.is_ok()) {
-        problem_ = *problem;
+        epilogue_ = problem->residual || problem->fused.on;
+        fused_ = problem->fused;
+        problem_ = for_tactic(*problem, ConvTactic{plain_, own_epilogue_});
         try {
           plan_ = plan_for(problem_, plain_);
           const bool constant = constant_weights_ && constant_weights_->raw() == w.raw();
@@ -423,6 +478,10 @@ class OnednnConvolution final : public Kernel {
           std::memcpy(y.raw(), r.raw(), y.nbytes());
         }
       }
+      // kiln's epilogue reads the residual after the primitive wrote y: keep it aside if it is y's memory.
+      std::vector<float> aliased_residual;
+      if (own_epilogue_ && has_residual(ctx) && ctx.src[3].raw() == y.raw())
+        aliased_residual.assign(y.data<float>(), y.data<float>() + y.numel());
       const bool constant = constant_weights_ && constant_weights_->raw() == w.raw();
       if (plan_->wei_in && !use_prepared_ && !(constant && weights_ready_))
         plan_->wei_in->execute(s, wei, plan_->wei_mem);
@@ -434,6 +493,12 @@ class OnednnConvolution final : public Kernel {
       plan_->prim.execute(s, args);
       if (plan_->dst_out) plan_->dst_out->execute(s, dst_blk, dst);
       s.wait();
+      if (own_epilogue_ && epilogue_) {
+        const float* r = !has_residual(ctx)         ? nullptr
+                         : aliased_residual.empty() ? ctx.src[3].data<float>()
+                                                    : aliased_residual.data();
+        own_epilogue(fused_, r, y.data<float>(), y.numel());
+      }
     });
   }
 
@@ -441,6 +506,9 @@ class OnednnConvolution final : public Kernel {
   const Tensor* constant_weights_;
   const Tensor* prepared_;
   bool plain_;
+  bool own_epilogue_;
+  bool epilogue_ = false;  // the problem has a residual or an activation
+  FusedActivation fused_;
   bool use_prepared_ = false;
   bool weights_ready_ = false;
   bool ready_ = false;
@@ -479,10 +547,9 @@ Status loops_support(const OpCall& call) {
 }
 
 Result<std::unique_ptr<Kernel>> create_onednn(const OpCall& call) {
-  if (!call.tactic.empty() && call.tactic != kBlocked && call.tactic != kPlain)
-    return invalid_argument("cpu.onednn.convolution has no tactic '", call.tactic, "'");
-  return std::unique_ptr<Kernel>(
-      std::make_unique<OnednnConvolution>(call.constant(1), call.prepared, call.tactic == kPlain));
+  const std::optional<ConvTactic> tactic = parse_tactic(call.tactic);
+  if (!tactic) return invalid_argument("cpu.onednn.convolution has no tactic '", call.tactic, "'");
+  return std::unique_ptr<Kernel>(std::make_unique<OnednnConvolution>(call.constant(1), call.prepared, *tactic));
 }
 
 // Constant weights in the layout the primitive of this tactic wants, made once at build time (see kPreparedHeader).
@@ -491,10 +558,13 @@ Result<Tensor> prepare_onednn(const OpCall& call) {
   const Dims& x = call.inputs[0].dims;
   const Dims& y = call.outputs[0].dims;
   if (!w || !x.is_static() || !y.is_static() || y.numel() == 0) return Tensor();
-  KILN_ASSIGN_OR_RETURN(OnednnProblem p, onednn_problem(call, x, w->dims(), y, call.has_input(2)));
+  const std::optional<ConvTactic> tactic = parse_tactic(call.tactic);
+  if (!tactic) return invalid_argument("cpu.onednn.convolution has no tactic '", call.tactic, "'");
+  KILN_ASSIGN_OR_RETURN(OnednnProblem problem, onednn_problem(call, x, w->dims(), y, call.has_input(2)));
+  const OnednnProblem p = for_tactic(problem, *tactic);
   Tensor out;
   Status st = onednn::guard("weight preparation", [&] {
-    OnednnPlan plan = plan_for(p, call.tactic == kPlain);
+    OnednnPlan plan = plan_for(p, tactic->plain);
     if (!plan.wei_in) return;  // the primitive takes the weights as they are
     auto blob = Tensor::empty(DataType::kUInt8, Dims{static_cast<int64_t>(kPreparedHeader + plan.wei_md.get_size())});
     if (!blob) return;
@@ -511,7 +581,11 @@ Result<Tensor> prepare_onednn(const OpCall& call) {
   return out;
 }
 
-std::vector<std::string> onednn_tactics(const OpCall&) { return {kBlocked, kPlain}; }
+std::vector<std::string> onednn_tactics(const OpCall& call) {
+  if (call.schema->name == "Convolution" && has_conv_epilogue(call.attrs_as<ConvolutionAttrs>(), call.has_input(3)))
+    return {kBlocked, kPlain, kBlockedEpilogue, kPlainEpilogue};
+  return {kBlocked, kPlain};
+}
 
 KILN_REGISTER_KERNEL(KernelImpl{
     .name = "cpu.onednn.convolution",
