@@ -296,18 +296,28 @@ int run_test(const Options& opt) {
             ++skipped;
             continue;
           }
-          ++checks;
-          auto got = run_impl(*impl, p);
-          std::string diff = got ? count_diff(*got, want->size()) : got.status().to_string();
-          for (size_t i = 0; diff.empty() && i < want->size(); ++i) {
-            diff = compare((*got)[i], (*want)[i], tol);
-            if (!diff.empty()) diff = str_cat("output ", i, ": ", diff);
-          }
-          if (!diff.empty()) {
-            std::printf("FAIL %s on %s: %s\n", label.c_str(), impl->name.c_str(), diff.c_str());
-            ++failed;
-          } else if (opt.verbose) {
-            std::printf("ok   %s on %s\n", label.c_str(), impl->name.c_str());
+          // The default variant, then every tactic the implementation offers for the case.
+          std::vector<std::string> tactics = {""};
+          if (impl->tactics)
+            for (std::string& t : impl->tactics(p.call))
+              if (!t.empty()) tactics.push_back(std::move(t));
+          for (const std::string& tactic : tactics) {
+            Prepared variant = p;
+            variant.call.tactic = tactic;
+            const std::string name = tactic.empty() ? impl->name : str_cat(impl->name, "[", tactic, "]");
+            ++checks;
+            auto got = run_impl(*impl, variant);
+            std::string diff = got ? count_diff(*got, want->size()) : got.status().to_string();
+            for (size_t i = 0; diff.empty() && i < want->size(); ++i) {
+              diff = compare((*got)[i], (*want)[i], tol);
+              if (!diff.empty()) diff = str_cat("output ", i, ": ", diff);
+            }
+            if (!diff.empty()) {
+              std::printf("FAIL %s on %s: %s\n", label.c_str(), name.c_str(), diff.c_str());
+              ++failed;
+            } else if (opt.verbose) {
+              std::printf("ok   %s on %s\n", label.c_str(), name.c_str());
+            }
           }
         }
       }
