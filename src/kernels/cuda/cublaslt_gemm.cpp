@@ -54,12 +54,13 @@ const char* epilogue_name(cublasLtEpilogue_t e) {
 
 // The epilogue cuBLASLt computes for `p` when it fuses the activation; `own` says whether the activation is left to
 // a kernel after the GEMM. cuBLASLt's GELU is the tanh approximation, so only that form is fused (beta != 0 selects
-// it in kiln's GELU); the erf form and every other activation run as a kernel.
+// it in kiln's GELU), and only for float16/bfloat16: its tanh may be the fast hardware approximation, whose error
+// (~5e-4 relative) float32's tolerance does not allow. The erf form and every other activation run as a kernel.
 cublasLtEpilogue_t fused_epilogue(const GemmProblem& p, bool& own) {
   own = false;
   const FusedActivation& act = p.activation;
   if (act.on && act.kind == ActivationKind::kRelu) return p.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-  if (act.on && act.kind == ActivationKind::kGelu && act.beta != 0.f)
+  if (act.on && act.kind == ActivationKind::kGelu && act.beta != 0.f && p.dtype != DataType::kFloat32)
     return p.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
   own = act.on;
   return p.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
