@@ -1,6 +1,7 @@
 // MatrixMultiply and FullyConnected on CUDA through cuBLASLt, with the optimizer's epilogue (bias, residual,
 // activation). Each call is one GEMM, a strided batch of them, or (batch dims broadcasting both ways) a few strided
 // batches; a batch against one matrix folds into the rows of a single GEMM. Tactics are cuBLASLt algorithms.
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <limits>
@@ -191,10 +192,12 @@ bool static_inputs(const std::vector<TensorDesc>& in) {
   return true;
 }
 
+// Whether `a` and `b` have the same inputs and shapes (a missing trailing entry counts as absent).
 bool same_shapes(const std::vector<TensorDesc>& a, const std::vector<TensorDesc>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].present != b[i].present || (a[i].present && a[i].dims != b[i].dims)) return false;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const bool in_a = present(a, static_cast<int>(i)), in_b = present(b, static_cast<int>(i));
+    if (in_a != in_b || (in_a && a[i].dims != b[i].dims)) return false;
+  }
   return true;
 }
 
