@@ -296,15 +296,17 @@ int run_test(const Options& opt) {
             ++skipped;
             continue;
           }
-          // Every tactic the builder may choose is checked, not only the default.
-          std::vector<std::string> tactics = impl->tactics ? impl->tactics(p.call) : std::vector<std::string>{};
-          if (tactics.empty()) tactics.emplace_back();
+          // The default variant, then every tactic the implementation offers for the case.
+          std::vector<std::string> tactics = {""};
+          if (impl->tactics)
+            for (std::string& t : impl->tactics(p.call))
+              if (!t.empty()) tactics.push_back(std::move(t));
           for (const std::string& tactic : tactics) {
-            ++checks;
-            Prepared with_tactic = p;
-            with_tactic.call.tactic = tactic;
+            Prepared variant = p;
+            variant.call.tactic = tactic;
             const std::string name = tactic.empty() ? impl->name : str_cat(impl->name, "[", tactic, "]");
-            auto got = run_impl(*impl, with_tactic);
+            ++checks;
+            auto got = run_impl(*impl, variant);
             std::string diff = got ? count_diff(*got, want->size()) : got.status().to_string();
             for (size_t i = 0; diff.empty() && i < want->size(); ++i) {
               diff = compare((*got)[i], (*want)[i], tol);

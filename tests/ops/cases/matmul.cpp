@@ -111,6 +111,38 @@ KILN_OP_CASES(matmul) {
   bert_qkv.dtypes = {DataType::kFloat32};
   bert_qkv.tolerance_scale = 2;
   cases.push_back(bert_qkv);
+  // Shapes for GEMM libraries (cuBLASLt): K not a multiple of 8, 3-D x 2-D folded into one GEMM, batch dims
+  // broadcasting both ways (several strided batches), and each epilogue (bias, residual, fused ReLU / tanh GELU, an
+  // activation the library lacks) in every float type.
+  auto add_mid = [&](std::string name, MatrixMultiplyAttrs a, std::vector<InputSpec> in) {
+    OpCase c{"MatrixMultiply", std::move(name), attrs(a), std::move(in)};
+    c.tolerance_scale = 2;
+    cases.push_back(std::move(c));
+  };
+  add_mid("3-D x 2-D K 13 bias gelu tanh residual", mm_fused(fused(ActivationKind::kGelu, 0.f, 1.f)),
+          {uniform({3, 5, 13}), uniform({13, 24}), uniform({24}), uniform({3, 5, 24})});
+  add_mid("batches [2, 1] x [1, 3] K 9 bias relu", mm_fused(fused(ActivationKind::kRelu)),
+          {uniform({2, 1, 6, 9}), uniform({1, 3, 9, 10}), uniform({10}), absent()});
+  add_mid("batched transpose both K 7 residual", mm(true, true),
+          {uniform({4, 7, 5}), uniform({4, 6, 7}), absent(), uniform({4, 5, 6})});
+  add_mid("48x96 @ 96x40 bias relu", mm_fused(fused(ActivationKind::kRelu)),
+          {uniform({48, 96}), uniform({96, 40}), uniform({40})});
+  add_mid("48x96 @ 96x40 gelu tanh", mm_fused(fused(ActivationKind::kGelu, 0.f, 1.f)),
+          {uniform({48, 96}), uniform({96, 40})});
+  add_mid("48x96 @ 96x40 bias gelu erf residual", mm_fused(fused(ActivationKind::kGelu)),
+          {uniform({48, 96}), uniform({96, 40}), uniform({40}), uniform({48, 40})});
+  add_mid("48x96 @ 96x40 alpha beta c full tanh", mm_fused(fused(ActivationKind::kTanh), 0.5f, -1.5f),
+          {uniform({48, 96}), uniform({96, 40}), uniform({48, 40})});
+  add_mid("batch 2 x 40x33 @ 33x17 c [40, 1] residual softsign", mm_fused(fused(ActivationKind::kSoftsign)),
+          {uniform({2, 40, 33}), uniform({2, 33, 17}), uniform({40, 1}), uniform({2, 40, 17})});
+  {
+    OpCase c{"FullyConnected",
+             "K 77 bias gelu tanh residual",
+             attrs(fc_fused(1, fused(ActivationKind::kGelu, 0, 1))),
+             {uniform({10, 77}), uniform({33, 77}), uniform({33}), uniform({10, 33})}};
+    c.tolerance_scale = 2;
+    cases.push_back(std::move(c));
+  }
   cases.push_back({"FullyConnected",
                    "epilogue residual relu",
                    attrs(fc_fused(1, fused(ActivationKind::kRelu))),

@@ -38,6 +38,8 @@ KILN_OP_CASES(mlp) {
       mlp_case("2 layers on a vector", {}, {6, 4, 3}, {act(ActivationKind::kRelu), act(ActivationKind::kElu, 1.f)}),
       mlp_case("2 layers softsign (no oneDNN post-op)", {2}, {3, 4, 2}, {act(ActivationKind::kSoftsign), none}),
       mlp_case("empty batch", {0}, {4, 3, 2}, {act(ActivationKind::kRelu), none}),
+      mlp_case("3 layers odd widths relu, gelu tanh, softsign over [5, 3]", {5, 3}, {13, 40, 24, 7},
+               {act(ActivationKind::kRelu), act(ActivationKind::kGelu, 0.f, 1.f), act(ActivationKind::kSoftsign)}),
   };
   OpCase big = mlp_case("4 layers 64 rows 256 -> 512 -> 512 -> 256 -> 10", {64}, {256, 512, 512, 256, 10},
                         {act(ActivationKind::kRelu), act(ActivationKind::kRelu), act(ActivationKind::kRelu), none});
