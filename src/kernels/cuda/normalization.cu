@@ -94,8 +94,7 @@ Status launch_rows(KernelContext& ctx, int64_t rows, int64_t n, float epsilon, c
   cudaStream_t stream = cuda::native(ctx.stream);
   if (n <= kMaxCachedRow) {
     const size_t smem = static_cast<size_t>(n) * sizeof(float);
-    row_norm_kernel<T, true>
-        <<<blocks, threads, smem, stream>>>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out);
+    row_norm_kernel<T, true><<<blocks, threads, smem, stream>>>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out);
   } else {
     row_norm_kernel<T, false><<<blocks, threads, 0, stream>>>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out);
   }
