@@ -50,6 +50,27 @@ __device__ __forceinline__ float load_float(const void* p, FloatKind kind, int64
   }
 }
 
+/// Element values as kernels compute on them: float for the float types, long long for the integers.
+__device__ __forceinline__ float load_value(float x) { return x; }
+__device__ __forceinline__ float load_value(__half x) { return __half2float(x); }
+__device__ __forceinline__ float load_value(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ long long load_value(int8_t x) { return x; }
+__device__ __forceinline__ long long load_value(uint8_t x) { return x; }
+__device__ __forceinline__ long long load_value(int32_t x) { return x; }
+__device__ __forceinline__ long long load_value(int64_t x) { return static_cast<long long>(x); }
+
+template <class T>
+__device__ __forceinline__ T store_value(float v) {
+  return from_float<T>(v);
+}
+template <class T>
+__device__ __forceinline__ T store_value(long long v) {
+  return static_cast<T>(v);
+}
+
+__device__ __forceinline__ bool is_nan(float v) { return isnan(v); }
+__device__ __forceinline__ bool is_nan(long long) { return false; }
+
 constexpr unsigned kFullMask = 0xffffffffu;
 
 __device__ __forceinline__ float warp_sum(float v) {

@@ -7,10 +7,10 @@
 #include <limits>
 #include <vector>
 
-#include "core/cuda_runtime.h"
 #include "kernels/common/indexing.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/value_input.h"
 #include "ops/reduce/reduce.h"
 
 namespace kiln {
@@ -18,27 +18,9 @@ namespace {
 
 using cuda::kFullMask;
 
-// ---- element access ----
-
-__device__ __forceinline__ float load_value(float x) { return x; }
-__device__ __forceinline__ float load_value(__half x) { return __half2float(x); }
-__device__ __forceinline__ float load_value(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ long long load_value(int8_t x) { return x; }
-__device__ __forceinline__ long long load_value(uint8_t x) { return x; }
-__device__ __forceinline__ long long load_value(int32_t x) { return x; }
-__device__ __forceinline__ long long load_value(int64_t x) { return static_cast<long long>(x); }
-
-template <class T>
-__device__ __forceinline__ T store_value(float v) {
-  return cuda::from_float<T>(v);
-}
-template <class T>
-__device__ __forceinline__ T store_value(long long v) {
-  return static_cast<T>(v);
-}
-
-__device__ __forceinline__ bool is_nan(float v) { return isnan(v); }
-__device__ __forceinline__ bool is_nan(long long) { return false; }
+using cuda::is_nan;
+using cuda::load_value;
+using cuda::store_value;
 
 // ---- reductions: start value, step, combine of two partial states, final value ----
 
@@ -332,18 +314,10 @@ Status launch_int_reduce(KernelContext& ctx, const ReduceShape& sh, ReduceOp op)
   return launch_reduce<T>(ctx, sh, ops);
 }
 
-// The reduced axes: input 1 (a constant of the engine, a host tensor, or read back from the device), else the
-// attribute.
+// The reduced axes: input 1 when given, else the attribute.
 Result<std::vector<int64_t>> axes_of(KernelContext& ctx) {
-  const auto& a = ctx.attrs<ReduceAttrs>();
-  if (ctx.src.size() < 2 || !ctx.src[1].defined()) return a.axes;
-  if (const Tensor* c = ctx.call.constant(1)) return tensor_to_int64s(*c);
-  const Tensor& t = ctx.src[1];
-  if (t.device().is_cpu()) return tensor_to_int64s(t);
-  KILN_ASSIGN_OR_RETURN(Tensor host, Tensor::empty(t.dtype(), t.dims()));
-  KILN_RETURN_IF_ERROR(ctx.stream.synchronize());
-  KILN_RETURN_IF_ERROR(cuda::copy(t, host));
-  return tensor_to_int64s(host);
+  if (ctx.src.size() < 2 || !ctx.src[1].defined()) return ctx.attrs<ReduceAttrs>().axes;
+  return cuda::host_int64s(ctx, 1);
 }
 
 Status run_reduce(KernelContext& ctx) {
