@@ -1,8 +1,15 @@
-// CUDA Attention, flash style: a block takes 16 query rows of one batch entry, walks the keys in tiles of 32 held
-// in shared memory (as float32) and keeps per row a running maximum, a running sum and the output accumulators
-// (online softmax, float32), so the score matrix never exists. A warp owns 4 query rows: lane j scores key j of
-// the tile, then every lane accumulates its columns of the output. Head dims up to 128; float32, float16, bfloat16.
+// CUDA Attention, flash style, as two tactics of one implementation. "fma" (all float types): a block takes 16 query
+// rows of one batch entry, walks the keys in tiles of 32 held in shared memory (as float32) and keeps per row a
+// running maximum, a running sum and the output accumulators (online softmax, float32), so the score matrix never
+// exists; a warp owns 4 query rows: lane j scores key j of the tile, then every lane accumulates its columns of the
+// output. "wmma" (float16/bfloat16, head dims multiples of 16): the same walk with both products on tensor cores.
+// Head dims up to 128.
+#include <mma.h>
+
 #include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
@@ -125,6 +132,136 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs<T> a)
   }
 }
 
+// ---- tactic "wmma": tensor cores for float16 / bfloat16, head dims multiples of 16 ----
+// A block takes 64 query rows, 16 per warp. Per tile of 64 keys: S = Q K^T (WMMA, float32) into shared memory, the
+// online softmax per row by the warp (P rounded to the input type), the output rows rescaled, then O += P V (WMMA)
+// with O kept in shared memory as float32.
+
+namespace wmma = nvcuda::wmma;
+
+constexpr int kWmmaWarps = 4;
+constexpr int kWmmaQueries = 16 * kWmmaWarps;
+constexpr int kWmmaKeys = 64;
+constexpr int kWmmaThreads = kWmmaWarps * 32;
+
+size_t wmma_smem_bytes(int64_t d, int64_t dv) {
+  const int64_t halves = kWmmaQueries * d + kWmmaKeys * d + kWmmaKeys * dv + kWmmaQueries * kWmmaKeys;  // Q K V P
+  const int64_t floats = kWmmaQueries * kWmmaKeys + kWmmaQueries * dv;                                  // S O
+  return static_cast<size_t>(halves * 2 + floats * 4 + kWmmaQueries * 8);  // + a mask row offset per query
+}
+
+template <class T>
+__global__ void __launch_bounds__(kWmmaThreads) attention_wmma_kernel(AttentionArgs<T> a) {
+  extern __shared__ __align__(128) unsigned char wmma_smem[];
+  const int d = a.d, dv = a.dv;
+  // Every region starts at a multiple of 32 bytes, as WMMA loads and stores want (d, dv multiples of 16).
+  T* sq = reinterpret_cast<T*>(wmma_smem);                                 // [64][d]
+  T* sk = sq + kWmmaQueries * d;                                           // [64][d]
+  T* sv = sk + kWmmaKeys * d;                                              // [64][dv]
+  T* sp = sv + kWmmaKeys * dv;                                             // [64][64]
+  float* ss = reinterpret_cast<float*>(sp + kWmmaQueries * kWmmaKeys);     // [64][64]
+  float* so = ss + kWmmaQueries * kWmmaKeys;                               // [64][dv]
+  int64_t* mask_off = reinterpret_cast<int64_t*>(so + kWmmaQueries * dv);  // [64]
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int row0 = warp * 16;
+  const int64_t q_tiles = (a.s + kWmmaQueries - 1) / kWmmaQueries;
+  for (int64_t t = blockIdx.x; t < a.batch * q_tiles; t += gridDim.x) {
+    const int64_t b = t / q_tiles, q0 = (t % q_tiles) * kWmmaQueries;
+    const T* qb = a.q + a.q_at(b) * a.s * d;
+    const T* kb = a.k + a.k_at(b) * a.sk * d;
+    const T* vb = a.v + a.v_at(b) * a.sk * dv;
+    __syncthreads();  // the previous tile is done with shared memory
+    for (int idx = tid; idx < kWmmaQueries * d; idx += kWmmaThreads) {
+      const int64_t i = q0 + idx / d;
+      sq[idx] = i < a.s ? qb[i * d + idx % d] : from_float<T>(0.f);
+    }
+    for (int idx = tid; idx < kWmmaQueries * dv; idx += kWmmaThreads) so[idx] = 0.f;
+    for (int r = tid; r < kWmmaQueries; r += kWmmaThreads) {
+      const int64_t i = q0 + r;
+      mask_off[r] = a.mask && i < a.s ? a.mask_at((b * a.s + i) * a.sk) : 0;
+    }
+    float m[16], l[16];
+#pragma unroll
+    for (int r = 0; r < 16; ++r) {
+      m[r] = -INFINITY;
+      l[r] = 0.f;
+    }
+    for (int64_t k0 = 0; k0 < a.sk; k0 += kWmmaKeys) {
+      const int keys = static_cast<int>(min(static_cast<int64_t>(kWmmaKeys), a.sk - k0));
+      __syncthreads();  // Q, O and the mask offsets are ready; the previous key tile is consumed
+      for (int idx = tid; idx < kWmmaKeys * d; idx += kWmmaThreads) {
+        const int j = idx / d;
+        sk[idx] = j < keys ? kb[(k0 + j) * d + idx % d] : from_float<T>(0.f);
+      }
+      for (int idx = tid; idx < kWmmaKeys * dv; idx += kWmmaThreads) {
+        const int j = idx / dv;
+        sv[idx] = j < keys ? vb[(k0 + j) * dv + idx % dv] : from_float<T>(0.f);
+      }
+      __syncthreads();
+      // S[rows of this warp][64 keys] = Q K^T; K row-major [key][d] is K^T in column-major order.
+      for (int n = 0; n < kWmmaKeys; n += 16) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::fill_fragment(acc, 0.f);
+        for (int c = 0; c < d; c += 16) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
+          wmma::load_matrix_sync(fa, sq + row0 * d + c, d);
+          wmma::load_matrix_sync(fb, sk + n * d + c, d);
+          wmma::mma_sync(acc, fa, fb, acc);
+        }
+        wmma::store_matrix_sync(ss + row0 * kWmmaKeys + n, acc, kWmmaKeys, wmma::mem_row_major);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        const int row = row0 + r;
+        const bool live = q0 + row < a.s;
+        float v0 = -INFINITY, v1 = -INFINITY;
+        if (live && lane < keys) {
+          v0 = ss[row * kWmmaKeys + lane] * a.scale;
+          if (a.mask) v0 += to_float(a.mask[mask_off[row] + (k0 + lane) * a.mask_col_step]);
+        }
+        if (live && lane + 32 < keys) {
+          v1 = ss[row * kWmmaKeys + lane + 32] * a.scale;
+          if (a.mask) v1 += to_float(a.mask[mask_off[row] + (k0 + lane + 32) * a.mask_col_step]);
+        }
+        const float m_new = fmaxf(m[r], cuda::warp_max(fmaxf(v0, v1)));
+        const float p0 = v0 == -INFINITY ? 0.f : expf(v0 - m_new);
+        const float p1 = v1 == -INFINITY ? 0.f : expf(v1 - m_new);
+        const float correction = m[r] == -INFINITY ? 0.f : expf(m[r] - m_new);
+        l[r] = l[r] * correction + cuda::warp_sum(p0 + p1);
+        m[r] = m_new;
+        sp[row * kWmmaKeys + lane] = from_float<T>(p0);
+        sp[row * kWmmaKeys + lane + 32] = from_float<T>(p1);
+        for (int col = lane; col < dv; col += 32) so[row * dv + col] *= correction;
+      }
+      __syncwarp();
+      // O[rows of this warp] += P V.
+      for (int n = 0; n < dv; n += 16) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::load_matrix_sync(acc, so + row0 * dv + n, dv, wmma::mem_row_major);
+        for (int kk = 0; kk < kWmmaKeys; kk += 16) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
+          wmma::load_matrix_sync(fa, sp + row0 * kWmmaKeys + kk, kWmmaKeys);
+          wmma::load_matrix_sync(fb, sv + kk * dv + n, dv);
+          wmma::mma_sync(acc, fa, fb, acc);
+        }
+        wmma::store_matrix_sync(so + row0 * dv + n, acc, dv, wmma::mem_row_major);
+      }
+      __syncwarp();
+    }
+#pragma unroll
+    for (int r = 0; r < 16; ++r) {
+      const int64_t i = q0 + row0 + r;
+      if (i >= a.s) continue;
+      T* dst = a.out + (b * a.s + i) * dv;
+      const float inv = 1.f / l[r];
+      for (int col = lane; col < dv; col += 32) dst[col] = from_float<T>(so[(row0 + r) * dv + col] * inv);
+    }
+  }
+}
+
 // The batch dims of `d` right-aligned to `batch` (1 where absent), as BroadcastIndexer wants them.
 Dims batch_dims_of(const Dims& d, const Dims& batch) {
   Dims out = Dims::of_rank(batch.rank(), 1);
@@ -133,8 +270,11 @@ Dims batch_dims_of(const Dims& d, const Dims& batch) {
   return out;
 }
 
+constexpr const char* kFma = "fma";
+constexpr const char* kWmma = "wmma";
+
 template <class T>
-Status launch(KernelContext& ctx) {
+Status launch(KernelContext& ctx, bool use_wmma) {
   KILN_ASSIGN_OR_RETURN(AttentionShape s, ref::attention_shape_of(ctx));
   Tensor& y = ctx.dst[0];
   if (y.numel() == 0) return Status::ok();
@@ -163,17 +303,33 @@ Status launch(KernelContext& ctx) {
       .v_at = BroadcastIndexer(batch_dims_of(ctx.src[2].dims(), s.batch), s.batch),
       .mask_at = BroadcastIndexer(mask_dims, s.scores()),
   };
+  if constexpr (!std::is_same_v<T, float>) {
+    if (use_wmma) {
+      if (s.d % 16 || s.dv % 16)
+        return unsupported("cuda.attention tactic wmma needs head dims that are multiples of 16, not D = ", s.d,
+                           ", Dv = ", s.dv);
+      const size_t smem = wmma_smem_bytes(s.d, s.dv);
+      KILN_RETURN_IF_ERROR(
+          cuda::check(cudaFuncSetAttribute(attention_wmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem)),
+                      "cudaFuncSetAttribute (attention shared memory)"));
+      const int64_t tiles = a.batch * ((s.s + kWmmaQueries - 1) / kWmmaQueries);
+      const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, int64_t{1} << 24));
+      attention_wmma_kernel<T><<<blocks, kWmmaThreads, smem, stream>>>(a);
+      return cuda::check(cudaGetLastError(), "attention (wmma) kernel launch");
+    }
+  }
   const int64_t tiles = a.batch * ((s.s + kQueries - 1) / kQueries);
   const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, int64_t{1} << 24));
   attention_kernel<T><<<blocks, kThreads, smem_bytes(s.d, s.dv), stream>>>(a);
   return cuda::check(cudaGetLastError(), "attention kernel launch");
 }
 
-Status run_attention(KernelContext& ctx) {
+Status run_attention(KernelContext& ctx, bool use_wmma) {
   switch (ctx.src[0].dtype()) {
-    case DataType::kFloat32: return launch<float>(ctx);
-    case DataType::kFloat16: return launch<__half>(ctx);
-    case DataType::kBFloat16: return launch<__nv_bfloat16>(ctx);
+    case DataType::kFloat32: return launch<float>(ctx, false);
+    case DataType::kFloat16: return launch<__half>(ctx, use_wmma);
+    case DataType::kBFloat16: return launch<__nv_bfloat16>(ctx, use_wmma);
     default: return unsupported("Attention of ", dtype_name(ctx.src[0].dtype()));
   }
 }
@@ -194,13 +350,42 @@ Status attention_supports(const OpCall& call) {
   return Status::ok();
 }
 
+// The wmma tactic takes float16/bfloat16 problems whose head dims are multiples of 16 (supports checked the rest).
+bool wmma_fits(const OpCall& call) {
+  const DataType t = call.inputs[0].dtype;
+  const Dims& q = call.inputs[0].dims;
+  const Dims& v = call.inputs[2].dims;
+  return (t == DataType::kFloat16 || t == DataType::kBFloat16) && q[q.rank() - 1] % 16 == 0 &&
+         v[v.rank() - 1] % 16 == 0;
+}
+
+std::vector<std::string> attention_tactics(const OpCall& call) {
+  if (wmma_fits(call)) return {kFma, kWmma};
+  return {kFma};
+}
+
+Result<std::unique_ptr<Kernel>> create_attention(const OpCall& call) {
+  if (call.tactic.empty() || call.tactic == kFma)
+    return stateless([](KernelContext& ctx) { return run_attention(ctx, false); })(call);
+  if (call.tactic == kWmma) {
+    if (!wmma_fits(call))
+      return invalid_argument(
+          "cuda.attention tactic wmma takes float16/bfloat16 with head dims that are multiples "
+          "of 16; this problem has ",
+          call.to_string());
+    return stateless([](KernelContext& ctx) { return run_attention(ctx, true); })(call);
+  }
+  return invalid_argument("cuda.attention has no tactic '", call.tactic, "' (it has fma and wmma)");
+}
+
 KILN_REGISTER_KERNEL(KernelImpl{
     .name = "cuda.attention",
     .op = "Attention",
     .backend = Backend::kCuda,
     .priority = 10,
     .supports = attention_supports,
-    .create = stateless(run_attention),
+    .create = create_attention,
+    .tactics = attention_tactics,
 });
 
 }  // namespace
