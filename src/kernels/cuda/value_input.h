@@ -13,7 +13,7 @@ namespace kiln::cuda {
 inline Result<std::vector<int64_t>> host_int64s(KernelContext& ctx, int i) {
   if (const Tensor* c = ctx.call.constant(i)) return tensor_to_int64s(*c);
   const Tensor& t = ctx.src[i];
-  if (t.device().is_cpu()) return tensor_to_int64s(t);
+  if (t.device().is_cpu() || t.numel() == 0) return tensor_to_int64s(t);
   KILN_ASSIGN_OR_RETURN(Tensor host, Tensor::empty(t.dtype(), t.dims()));
   KILN_RETURN_IF_ERROR(ctx.stream.synchronize());
   KILN_RETURN_IF_ERROR(copy(t, host));
