@@ -38,6 +38,24 @@ KILN_OP_CASES(attention) {
                    "scale 1 absent mask",
                    attrs(AttentionAttrs{}),
                    {uniform({1, 4, 6, 8}), uniform({1, 4, 6, 8}), uniform({1, 4, 6, 8}), absent()}});
+  // Sequence lengths that are not multiples of the CUDA kernel's tiles (16 queries, 32 keys), head dims 64 and 128,
+  // masks broadcast over the heads.
+  struct Tiled {
+    const char* name;
+    Dims q, k, v, mask;
+    float scale;
+  };
+  const Tiled tiled[] = {
+      {"S 37 Sk 45 D 64 mask over heads", {2, 4, 37, 64}, {2, 4, 45, 64}, {2, 4, 45, 64}, {2, 1, 37, 45}, 0.125f},
+      {"S 50 Sk 100 D 128 padding mask", {1, 2, 50, 128}, {1, 2, 100, 128}, {1, 2, 100, 128}, {1, 1, 1, 100}, 0.088f},
+      {"S 19 Sk 70 D 128 Dv 64 mask [S,Sk]", {2, 19, 128}, {2, 70, 128}, {2, 70, 64}, {19, 70}, 0.088f},
+      {"S 1 Sk 33 D 40 Dv 96", {3, 1, 40}, {3, 33, 40}, {3, 33, 96}, {3, 1, 33}, 0.25f},
+  };
+  for (const Tiled& t : tiled)
+    cases.push_back({"Attention",
+                     t.name,
+                     attrs(scaled(t.scale)),
+                     {uniform(t.q), uniform(t.k), uniform(t.v), uniform(t.mask, -4, 0)}});
   OpCase bert{"Attention",
               "BERT base head 1x12x128x64 masked",
               attrs(scaled(0.125f)),

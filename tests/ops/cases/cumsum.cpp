@@ -21,6 +21,8 @@ KILN_OP_CASES(cumsum) {
     }
   cases.push_back({"CumSum", "axis -1 as [1]", cumsum(false, false), {uniform({4, 5, 6}), fixed(i64, {1}, {-1})}});
   cases.push_back({"CumSum", "axis 0 wide rows", cumsum(false, true), {uniform({9, 700}), fixed(i64, {}, {0})}});
+  cases.push_back(
+      {"CumSum", "long rows exclusive reverse", cumsum(true, true), {uniform({6, 1000}), fixed(i64, {}, {-1})}});
   OpCase ints_case{"CumSum", "int axis 2", cumsum(true, false), {uniform({2, 3, 50}, -100, 100), fixed(i64, {}, {2})}};
   ints_case.dtypes = {DataType::kInt32, DataType::kInt64};
   cases.push_back(ints_case);

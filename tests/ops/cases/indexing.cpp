@@ -157,6 +157,9 @@ KILN_OP_CASES(indexing) {
   c.push_back(topk("k = size", 1, true, true, uniform({2, 5}, -3, 3), 5));
   c.push_back(topk("k = 0", 1, true, true, uniform({2, 5}, -3, 3), 0));
   c.push_back(topk("1-D", 0, true, true, uniform({8}, -3, 3), 3));
+  // Long lines (the CUDA kernel sorts lines of up to 4096 in shared memory): many ties among the integers.
+  c.push_back(topk("largest 4x3000 k 20", -1, true, true, uniform({4, 3000}, -3, 3), 20));
+  c.push_back(topk("smallest axis 0 of 700x3 k 9", 0, false, true, uniform({700, 3}, -3, 3), 9));
   for (bool largest : {true, false}) {
     c.push_back(topk(largest ? "ties largest" : "ties smallest", -1, largest, true,
                      case_values({2, 6}, {1, 3, 3, 2, 3, 1, 5, 5, 5, 5, 5, 5}), 3));

@@ -98,6 +98,25 @@ KILN_OP_CASES(reduce) {
   big("max 256x1024 axis -1", red(ReduceOp::kMax, false), {uniform({256, 1024}), axes_input({-1})}, 1);
   big("log_sum_exp 256x1024", red(ReduceOp::kLogSumExp, false), {uniform({256, 1024}), axes_input({-1})}, 1);
 
+  // Reduced axes that are not adjacent: short rows (a warp per output) and long ones (a block per output), in
+  // every float type.
+  cases.push_back({"Reduce",
+                   "l2 non-adjacent axes 0,2",
+                   attrs(red(ReduceOp::kL2, false)),
+                   {uniform({6, 5, 4, 3}), axes_input({0, 2})}});
+  cases.push_back({"Reduce",
+                   "mean non-adjacent axes 1,3 of 8x64x4x64",
+                   attrs(red(ReduceOp::kMean)),
+                   {uniform({8, 64, 4, 64}), axes_input({1, 3})}});
+  cases.push_back({"Reduce",
+                   "log_sum_exp non-adjacent axes 0,2,4 of 4x3x32x2x40",
+                   attrs(red(ReduceOp::kLogSumExp)),
+                   {uniform({4, 3, 32, 2, 40}), axes_input({0, 2, 4})}});
+  cases.push_back({"Reduce",
+                   "max columns 3x2000x40 axis 1",
+                   attrs(red(ReduceOp::kMax, false)),
+                   {uniform({3, 2000, 40}), axes_input({1})}});
+
   const ArgReduceOp arg_ops[] = {ArgReduceOp::kMax, ArgReduceOp::kMin};
   const std::vector<DataType> arg_types = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
                                            DataType::kUInt8,   DataType::kInt32,   DataType::kInt64};
@@ -120,6 +139,15 @@ KILN_OP_CASES(reduce) {
       "ArgReduce", "argmax 256x1024 axis 1", attrs(arg(ArgReduceOp::kMax, 1, false)), {uniform({256, 1024})}};
   big_arg.dtypes = {DataType::kFloat32};
   cases.push_back(big_arg);
+  // Long rows of few values: ties between the lanes of a warp.
+  for (bool last : {false, true}) {
+    OpCase ties{"ArgReduce",
+                str_cat("argmin 64x1000 ties", last ? " last" : " first"),
+                attrs(arg(ArgReduceOp::kMin, -1, false, last)),
+                {uniform({64, 1000}, 0, 5)}};
+    ties.dtypes = {DataType::kInt32, DataType::kInt8};
+    cases.push_back(ties);
+  }
   return cases;
 }
 
