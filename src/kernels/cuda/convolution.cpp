@@ -1,5 +1,5 @@
-// Convolution on CUDA through cuDNN (2-D and 3-D; 1-D as 2-D with height 1), with the optimizer's epilogue
-// y = act(conv(x, w) + b + residual).
+// Convolution and Deconvolution on CUDA through cuDNN (2-D and 3-D; 1-D as 2-D with height 1); the Convolution with
+// the optimizer's epilogue y = act(conv(x, w) + b + residual).
 //
 // Tactics are cuDNN's forward algorithms, as cudnnGetConvolutionForwardAlgorithm_v7 offers them for the problem, named
 // by the algorithm and its math type: "implicit_precomp_gemm", "winograd_nonfused+tensor_op", ... (float32 never
@@ -447,6 +447,288 @@ Result<std::unique_ptr<Kernel>> create_conv(const OpCall& call) {
                             "and implicit_precomp_gemm");
   return std::unique_ptr<Kernel>(std::make_unique<CudnnConvolution>(*tactic));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Deconvolution: the data gradient of the forward convolution that maps the Deconvolution's output to its input
+// (cudnnConvolutionBackwardData), then the bias in kiln's epilogue kernel. Kiln's Deconvolution weights [C, M/G, k...]
+// are exactly that convolution's filter. Tactics are cuDNN's backward-data algorithms ("algo_1",
+// "winograd_nonfused+tensor_op", ...; float32 again without tensor-op math).
+
+constexpr const char* kDeconvName = "cuda.cudnn.deconvolution";
+
+struct BwdAlgoName {
+  cudnnConvolutionBwdDataAlgo_t algo;
+  const char* name;
+};
+
+constexpr std::array<BwdAlgoName, 6> kBwdAlgos = {{
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, "algo_0"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, "algo_1"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, "fft"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING, "fft_tiling"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, "winograd"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
+}};
+
+struct DeconvTactic {
+  std::optional<cudnnConvolutionBwdDataAlgo_t> algo;  // none: the heuristic's first choice
+  MathClass math = MathClass::kPlain;
+
+  std::string to_string() const {
+    if (!algo) return "";
+    std::string s;
+    for (const BwdAlgoName& a : kBwdAlgos)
+      if (a.algo == *algo) s = a.name;
+    if (math == MathClass::kTensorOp) s += "+tensor_op";
+    if (math == MathClass::kTensorOpConversion) s += "+tensor_op_conversion";
+    return s;
+  }
+};
+
+std::optional<DeconvTactic> parse_deconv_tactic(const std::string& t) {
+  DeconvTactic out;
+  if (t.empty()) return out;
+  const size_t plus = t.find('+');
+  const std::string algo = t.substr(0, plus);
+  for (const BwdAlgoName& a : kBwdAlgos)
+    if (algo == a.name) out.algo = a.algo;
+  if (!out.algo) return std::nullopt;
+  if (plus == std::string::npos) return out;
+  const std::string math = t.substr(plus + 1);
+  if (math == "tensor_op")
+    out.math = MathClass::kTensorOp;
+  else if (math == "tensor_op_conversion")
+    out.math = MathClass::kTensorOpConversion;
+  else
+    return std::nullopt;
+  return out;
+}
+
+// cuDNN takes one pad per axis: the begin pad, with the end pad at most that much smaller than it (output_padding
+// or output_shape adding up to stride - 1 positions at the end), never negative.
+Status check_deconv_window(const ConvWindow& w) {
+  for (int i = 0; i < w.rank(); ++i) {
+    const int64_t extra = w.pads_begin[i] - w.pads_end[i];
+    if (w.pads_begin[i] < 0 || extra < 0 || extra >= w.strides[i])
+      return unsupported(
+          "cuDNN's deconvolution needs equal begin and end pads (up to stride - 1 extra output at the "
+          "end) and no negative pad; axis ",
+          i, " has ", w.pads_begin[i], " and ", w.pads_end[i]);
+  }
+  return Status::ok();
+}
+
+struct DeconvProblem {
+  cuda::TensorDescriptor xd, yd;  // the Deconvolution's input (cuDNN's dy) and output (cuDNN's dx)
+  FilterDescriptor wd;
+  ConvDescriptor cd;
+
+  Status set(const DeconvolutionAttrs& a, DataType dt, const Dims& x, const Dims& w, const Dims& y) {
+    KILN_ASSIGN_OR_RETURN(ConvWindow win, deconvolution_window(a, x, w));
+    KILN_RETURN_IF_ERROR(check_deconv_window(win));
+    for (const Dims* d : {&x, &w, &y})
+      if (d->numel() > kMaxCudnnCount)
+        return unsupported("cuDNN deconvolutions here take tensors below 2^31 elements; this one has ", d->numel());
+    KILN_RETURN_IF_ERROR(xd.set(dt, lift_1d(x)));
+    KILN_RETURN_IF_ERROR(yd.set(dt, lift_1d(y)));
+    const Dims wl = lift_1d(w);
+    std::vector<int> wdim(wl.begin(), wl.end());
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetFilterNdDescriptor(wd.get(), *cuda::cudnn_dtype(dt), CUDNN_TENSOR_NCHW,
+                                                                static_cast<int>(wdim.size()), wdim.data()),
+                                     "cudnnSetFilterNdDescriptor"));
+    std::vector<int> pad, stride, dil;
+    if (win.rank() == 1) pad.push_back(0), stride.push_back(1), dil.push_back(1);
+    for (int i = 0; i < win.rank(); ++i) {
+      pad.push_back(static_cast<int>(win.pads_begin[i]));
+      stride.push_back(static_cast<int>(win.strides[i]));
+      dil.push_back(static_cast<int>(win.dilations[i]));
+    }
+    KILN_RETURN_IF_ERROR(
+        cuda::check(cudnnSetConvolutionNdDescriptor(cd.get(), static_cast<int>(pad.size()), pad.data(), stride.data(),
+                                                    dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                    "cudnnSetConvolutionNdDescriptor"));
+    return cuda::check(cudnnSetConvolutionGroupCount(cd.get(), static_cast<int>(a.group)),
+                       "cudnnSetConvolutionGroupCount");
+  }
+
+  Result<std::vector<cudnnConvolutionBwdDataAlgoPerf_t>> query(cudnnHandle_t h, cudnnMathType_t math) {
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(cd.get(), math), "cudnnSetConvolutionMathType"));
+    int max = 0;
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max),
+                                     "cudnnGetConvolutionBackwardDataAlgorithmMaxCount"));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
+    int found = 0;
+    KILN_RETURN_IF_ERROR(
+        cuda::check(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wd.get(), xd.get(), cd.get(), yd.get(),
+                                                                static_cast<int>(perf.size()), &found, perf.data()),
+                    "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> out;
+    for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back(perf[i]);
+    return out;
+  }
+};
+
+bool allowed_bwd(const cudnnConvolutionBwdDataAlgoPerf_t& p, DataType dt) {
+  return dt != DataType::kFloat32 || math_class(p.mathType) == MathClass::kPlain;
+}
+
+std::vector<std::string> deconv_tactics(const OpCall& call) {
+  const Dims& x = call.inputs[0].dims;
+  const Dims& w = call.inputs[1].dims;
+  const Dims& y = call.outputs[0].dims;
+  if (!cuda::gpu_available() || !x.is_static() || !w.is_static() || !y.is_static() || y.numel() == 0 ||
+      x.numel() == 0 || w.numel() == 0)
+    return {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  auto h = cuda::cudnn_handle(device);
+  if (!h) return {};
+  const DataType dt = call.inputs[0].dtype;
+  DeconvProblem p;
+  if (!p.set(call.attrs_as<DeconvolutionAttrs>(), dt, x, w, y).is_ok()) return {};
+  std::vector<std::string> out;
+  for (cudnnMathType_t m : query_math(dt)) {
+    auto found = p.query(*h, m);
+    if (!found) continue;
+    for (const cudnnConvolutionBwdDataAlgoPerf_t& perf : *found) {
+      if (!allowed_bwd(perf, dt)) continue;
+      std::string t = DeconvTactic{perf.algo, math_class(perf.mathType)}.to_string();
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+class CudnnDeconvolution final : public Kernel {
+ public:
+  explicit CudnnDeconvolution(DeconvTactic tactic) : tactic_(tactic) {}
+
+  std::string detail() const override {
+    if (!ready_) return {};
+    return str_cat("cuDNN backward data ", DeconvTactic{algo_, math_class(math_)}.to_string(),
+                   tactic_.algo ? "" : " (the heuristic's first)", ", workspace ", workspace_bytes_, " bytes");
+  }
+  size_t workspace_bytes() const override { return workspace_bytes_; }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.src[0];
+    const Tensor& w = ctx.src[1];
+    Tensor& y = ctx.dst[0];
+    if (y.numel() == 0) return Status::ok();
+    const cudaStream_t stream = cuda::native(ctx.stream);
+    KILN_ASSIGN_OR_RETURN(cudnnHandle_t h, cuda::cudnn_handle(ctx.stream));
+    if (!ready_ || x.dims() != x_dims_ || w.dims() != w_dims_ || y.dims() != y_dims_)
+      KILN_RETURN_IF_ERROR(prepare(ctx.attrs<DeconvolutionAttrs>(), x, w, y, h));
+    KILN_ASSIGN_OR_RETURN(void* workspace,
+                          workspace_.get(ctx.allocator, workspace_bytes_, "cuDNN deconvolution workspace", stream));
+    const float one = 1.f, zero = 0.f;
+    if (x.numel() == 0) {  // nothing scatters: the output is the bias alone
+      KILN_RETURN_IF_ERROR(cuda::check(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream), "cudaMemsetAsync"));
+    } else {
+      KILN_RETURN_IF_ERROR(
+          cuda::check(cudnnConvolutionBackwardData(h, &one, p_.wd.get(), w.raw(), p_.xd.get(), x.raw(), p_.cd.get(),
+                                                   algo_, workspace, workspace_bytes_, &zero, p_.yd.get(), y.raw()),
+                      "cudnnConvolutionBackwardData"));
+    }
+    const bool bias = ctx.src.size() > 2 && ctx.src[2].defined();
+    if (!bias) return Status::ok();
+    const int64_t channels = y.dims()[1];
+    return cuda::conv_epilogue(y.dtype(), y.raw(), y.numel(), channels, y.numel() / (y.dims()[0] * channels),
+                               ctx.src[2].raw(), nullptr, FusedActivation{}, stream);
+  }
+
+ private:
+  Status prepare(const DeconvolutionAttrs& a, const Tensor& x, const Tensor& w, const Tensor& y, cudnnHandle_t h) {
+    ready_ = false;
+    const DataType dt = x.dtype();
+    if (x.numel() == 0) {  // cuDNN rejects empty tensors; run writes the bias alone
+      algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+      workspace_bytes_ = 0;
+    } else {
+      KILN_RETURN_IF_ERROR(p_.set(a, dt, x.dims(), w.dims(), y.dims()));
+      std::optional<cudnnConvolutionBwdDataAlgoPerf_t> chosen;
+      for (cudnnMathType_t m : query_math(dt)) {
+        KILN_ASSIGN_OR_RETURN(auto found, p_.query(h, m));
+        for (const cudnnConvolutionBwdDataAlgoPerf_t& perf : found) {
+          if (!allowed_bwd(perf, dt)) continue;
+          if (tactic_.algo && (perf.algo != *tactic_.algo || math_class(perf.mathType) != tactic_.math)) continue;
+          chosen = perf;
+          break;
+        }
+        if (chosen) break;
+      }
+      if (!chosen)
+        return unsupported("cuDNN does not offer the deconvolution algorithm '",
+                           tactic_.algo ? tactic_.to_string() : "(any)", "' for x ", x.dims().to_string(), ", w ",
+                           w.dims().to_string(), " (", dtype_name(dt), "); rebuild the engine");
+      algo_ = chosen->algo;
+      math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->mathType;
+      KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(p_.cd.get(), math_), "cudnnSetConvolutionMathType"));
+      size_t bytes = 0;
+      KILN_RETURN_IF_ERROR(cuda::check(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                                           h, p_.wd.get(), p_.xd.get(), p_.cd.get(), p_.yd.get(), algo_, &bytes),
+                                       "cudnnGetConvolutionBackwardDataWorkspaceSize"));
+      workspace_bytes_ = std::max(bytes, chosen->memory);
+    }
+    x_dims_ = x.dims();
+    w_dims_ = w.dims();
+    y_dims_ = y.dims();
+    ready_ = true;
+    return Status::ok();
+  }
+
+  DeconvTactic tactic_;
+  bool ready_ = false;
+  Dims x_dims_, w_dims_, y_dims_;
+  DeconvProblem p_;
+  cudnnConvolutionBwdDataAlgo_t algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
+  size_t workspace_bytes_ = 0;
+  cuda::DeviceScratch workspace_;
+};
+
+Status deconv_supports(const OpCall& call) {
+  KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}));
+  const DataType dt = call.inputs[0].dtype;
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    if (call.inputs[i].present && call.inputs[i].dtype != dt)
+      return unsupported("the cuDNN deconvolution takes every input in x's type (", dtype_name(dt), "); input ", i,
+                         " is ", dtype_name(call.inputs[i].dtype));
+  const int r = call.inputs[0].dims.rank();
+  if (r < 3 || r > 5) return unsupported("cuDNN deconvolution takes 1-D to 3-D problems");
+  if (!call.inputs[0].dims.is_static() || !call.inputs[1].dims.is_static()) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(ConvWindow win, deconvolution_window(call.attrs_as<DeconvolutionAttrs>(), call.inputs[0].dims,
+                                                             call.inputs[1].dims));
+  KILN_RETURN_IF_ERROR(check_deconv_window(win));
+  for (const TensorDesc& d : {call.inputs[0], call.inputs[1], call.outputs[0]})
+    if (d.dims.is_static() && d.dims.numel() > kMaxCudnnCount)
+      return unsupported("cuDNN deconvolutions here take tensors below 2^31 elements; this one has ", d.dims.numel());
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> create_deconv(const OpCall& call) {
+  const std::optional<DeconvTactic> tactic = parse_deconv_tactic(call.tactic);
+  if (!tactic)
+    return invalid_argument(kDeconvName, " has no tactic '", call.tactic,
+                            "' (a backward-data algorithm such as algo_1, then +tensor_op)");
+  if (tactic->math != MathClass::kPlain && call.inputs[0].dtype == DataType::kFloat32)
+    return invalid_argument(kDeconvName, " keeps float32 exact: no tensor-op tactic '", call.tactic, "'");
+  return std::unique_ptr<Kernel>(std::make_unique<CudnnDeconvolution>(*tactic));
+}
+
+KILN_REGISTER_KERNEL(KernelImpl{
+    .name = kDeconvName,
+    .op = "Deconvolution",
+    .backend = Backend::kCuda,
+    .priority = 10,
+    .supports = deconv_supports,
+    .create = create_deconv,
+    .tactics = deconv_tactics,
+});
 
 KILN_REGISTER_KERNEL(KernelImpl{
     .name = kImplName,
