@@ -1,28 +1,70 @@
-// Convolution on CUDA through cuDNN (2-D and 3-D; 1-D as 2-D with height 1); bias through cudnnAddTensor.
-#include "ops/convolution/convolution.h"
+// Convolution and Deconvolution on CUDA through cuDNN (2-D and 3-D; 1-D as 2-D with height 1); the Convolution with
+// the optimizer's epilogue y = act(conv(x, w) + b + residual).
+//
+// Tactics are cuDNN's forward algorithms, as cudnnGetConvolutionForwardAlgorithm_v7 offers them for the problem, named
+// by the algorithm and its math type: "implicit_precomp_gemm", "winograd_nonfused+tensor_op", ... (float32 never
+// takes tensor-op math: it stays exact float32, no TF32). The names stay stable across cuDNN releases and heuristic
+// orders, so a timing-cache entry keeps meaning one algorithm. A "+fused" variant computes bias, residual and ReLU (or
+// no activation) in one cudnnConvolutionBiasActivationForward call; it is offered only where cuDNN documents that
+// call for the problem: the implicit precomputed GEMM algorithm (the one the identity form requires), a bias, ReLU or
+// no activation, float32 or float16. Every other variant runs the convolution, then kiln's epilogue kernel adds the
+// bias and the residual and applies any activation in one elementwise pass on the same stream. The default (empty)
+// tactic is the heuristic's first algorithm with kiln's epilogue. `run` uses exactly the algorithm of its tactic:
+// when cuDNN no longer offers it for the shapes seen, the run fails, naming the tactic.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cuda_runtime.h"
+#include "kernels/cuda/conv_epilogue.h"
+#include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
+#include "ops/convolution/convolution.h"
 
 namespace kiln {
 namespace {
+
+constexpr const char* kImplName = "cuda.cudnn.convolution";
+constexpr int64_t kMaxCudnnCount = std::numeric_limits<int32_t>::max();
 
 class FilterDescriptor {
  public:
   FilterDescriptor() { cudnnCreateFilterDescriptor(&d_); }
   ~FilterDescriptor() { cudnnDestroyFilterDescriptor(d_); }
+  FilterDescriptor(const FilterDescriptor&) = delete;
+  FilterDescriptor& operator=(const FilterDescriptor&) = delete;
   cudnnFilterDescriptor_t get() const { return d_; }
 
  private:
-  cudnnFilterDescriptor_t d_;
+  cudnnFilterDescriptor_t d_ = nullptr;
 };
 
 class ConvDescriptor {
  public:
   ConvDescriptor() { cudnnCreateConvolutionDescriptor(&d_); }
   ~ConvDescriptor() { cudnnDestroyConvolutionDescriptor(d_); }
+  ConvDescriptor(const ConvDescriptor&) = delete;
+  ConvDescriptor& operator=(const ConvDescriptor&) = delete;
   cudnnConvolutionDescriptor_t get() const { return d_; }
 
  private:
-  cudnnConvolutionDescriptor_t d_;
+  cudnnConvolutionDescriptor_t d_ = nullptr;
+};
+
+class ActivationDescriptor {
+ public:
+  ActivationDescriptor() { cudnnCreateActivationDescriptor(&d_); }
+  ~ActivationDescriptor() { cudnnDestroyActivationDescriptor(d_); }
+  ActivationDescriptor(const ActivationDescriptor&) = delete;
+  ActivationDescriptor& operator=(const ActivationDescriptor&) = delete;
+  cudnnActivationDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnActivationDescriptor_t d_ = nullptr;
 };
 
 // x [N, C, spatial...] -> dims cuDNN takes: 1-D problems gain a unit height.
@@ -37,117 +79,665 @@ Status check_window(const ConvWindow& w) {
   return Status::ok();
 }
 
-class CudnnConvolution final : public Kernel {
- public:
-  Status run(KernelContext& ctx) override {
-    const auto& a = ctx.attrs<ConvolutionAttrs>();
-    const Tensor& x = ctx.src[0];
-    const Tensor& w = ctx.src[1];
-    Tensor& y = ctx.dst[0];
-    if (y.numel() == 0) return Status::ok();  // cuDNN rejects empty tensors; there is nothing to compute
-    KILN_ASSIGN_OR_RETURN(cudnnHandle_t h, cuda::cudnn_handle(ctx.stream));
-    if (x.dims() != dims_ || w.dims() != wdims_) KILN_RETURN_IF_ERROR(prepare(ctx, a, x, w, y, h));
-    void* workspace = nullptr;
-    Tensor ws;
-    if (workspace_bytes_ > 0) {
-      KILN_ASSIGN_OR_RETURN(ws, Tensor::empty(DataType::kUInt8, {static_cast<int64_t>(workspace_bytes_)}, ctx.allocator,
-                                              "conv workspace"));
-      workspace = ws.raw();
-    }
-    const float one = 1.f, zero = 0.f;
-    KILN_RETURN_IF_ERROR(
-        cuda::check(cudnnConvolutionForward(h, &one, xd_.get(), x.raw(), wd_.get(), w.raw(), cd_.get(), algo_,
-                                            workspace, workspace_bytes_, &zero, yd_.get(), y.raw()),
-                    "cudnnConvolutionForward"));
-    if (ctx.src.size() > 2 && ctx.src[2].defined()) {
-      cuda::TensorDescriptor bd;
-      Dims bias_dims = Dims::of_rank(lift_1d(y.dims()).rank());
-      bias_dims[1] = y.dims()[1];
-      KILN_RETURN_IF_ERROR(bd.set(y.dtype(), bias_dims));
-      KILN_RETURN_IF_ERROR(
-          cuda::check(cudnnAddTensor(h, &one, bd.get(), ctx.src[2].raw(), &one, yd_.get(), y.raw()), "cudnnAddTensor"));
-    }
-    return Status::ok();
-  }
+// ---------------------------------------------------------------------------------------------
+// Tactics
 
- private:
-  Status prepare(KernelContext& ctx, const ConvolutionAttrs& a, const Tensor& x, const Tensor& w, const Tensor& y,
-                 cudnnHandle_t h) {
-    KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x.dims(), w.dims()));
+struct AlgoName {
+  cudnnConvolutionFwdAlgo_t algo;
+  const char* name;
+};
+
+constexpr std::array<AlgoName, 8> kAlgos = {{
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, "implicit_gemm"},
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, "implicit_precomp_gemm"},
+    {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, "gemm"},
+    {CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, "direct"},
+    {CUDNN_CONVOLUTION_FWD_ALGO_FFT, "fft"},
+    {CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING, "fft_tiling"},
+    {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, "winograd"},
+    {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
+}};
+
+// How a math type is written in a tactic: "" (default or FMA math), "tensor_op" or "tensor_op_conversion".
+enum class MathClass { kPlain, kTensorOp, kTensorOpConversion };
+
+MathClass math_class(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_TENSOR_OP_MATH: return MathClass::kTensorOp;
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return MathClass::kTensorOpConversion;
+    default: return MathClass::kPlain;
+  }
+}
+
+struct ConvTactic {
+  std::optional<cudnnConvolutionFwdAlgo_t> algo;  // none: the heuristic's first choice
+  MathClass math = MathClass::kPlain;
+  bool fused = false;  // cudnnConvolutionBiasActivationForward
+
+  std::string to_string() const {
+    if (!algo) return "";
+    std::string s;
+    for (const AlgoName& a : kAlgos)
+      if (a.algo == *algo) s = a.name;
+    if (math == MathClass::kTensorOp) s += "+tensor_op";
+    if (math == MathClass::kTensorOpConversion) s += "+tensor_op_conversion";
+    if (fused) s += "+fused";
+    return s;
+  }
+};
+
+std::optional<ConvTactic> parse_tactic(const std::string& t) {
+  ConvTactic out;
+  if (t.empty()) return out;
+  std::vector<std::string> parts;
+  size_t begin = 0;
+  while (true) {
+    const size_t plus = t.find('+', begin);
+    parts.push_back(t.substr(begin, plus == std::string::npos ? std::string::npos : plus - begin));
+    if (plus == std::string::npos) break;
+    begin = plus + 1;
+  }
+  for (const AlgoName& a : kAlgos)
+    if (parts[0] == a.name) out.algo = a.algo;
+  if (!out.algo) return std::nullopt;
+  size_t i = 1;
+  if (i < parts.size() && parts[i] == "tensor_op") out.math = MathClass::kTensorOp, ++i;
+  if (i < parts.size() && parts[i] == "tensor_op_conversion") out.math = MathClass::kTensorOpConversion, ++i;
+  if (i < parts.size() && parts[i] == "fused") out.fused = true, ++i;
+  if (i != parts.size()) return std::nullopt;
+  return out;
+}
+
+// The epilogue a problem has: bias, residual, activation.
+struct Epilogue {
+  bool bias = false;
+  bool residual = false;
+  FusedActivation act;
+};
+
+// Whether cudnnConvolutionBiasActivationForward computes this epilogue with `algo` on `dtype` (see the file comment).
+bool fusable(const Epilogue& e, DataType dtype, cudnnConvolutionFwdAlgo_t algo) {
+  if (!e.bias || algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) return false;
+  if (dtype != DataType::kFloat32 && dtype != DataType::kFloat16) return false;
+  return !e.act.on || e.act.kind == ActivationKind::kRelu;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Descriptors for one problem
+
+struct Problem {
+  cuda::TensorDescriptor xd, yd, bd;
+  FilterDescriptor wd;
+  ConvDescriptor cd;
+
+  Status set(const ConvolutionAttrs& a, DataType dt, const Dims& x, const Dims& w, const Dims& y) {
+    KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
     KILN_RETURN_IF_ERROR(check_window(win));
-    const DataType dt = x.dtype();
-    KILN_RETURN_IF_ERROR(xd_.set(dt, lift_1d(x.dims())));
-    KILN_RETURN_IF_ERROR(yd_.set(dt, lift_1d(y.dims())));
-    const Dims wl = lift_1d(w.dims());
+    for (const Dims* d : {&x, &w, &y})
+      if (d->numel() > kMaxCudnnCount)
+        return unsupported("cuDNN convolutions here take tensors below 2^31 elements; this one has ", d->numel());
+    KILN_RETURN_IF_ERROR(xd.set(dt, lift_1d(x)));
+    const Dims yl = lift_1d(y);
+    KILN_RETURN_IF_ERROR(yd.set(dt, yl));
+    Dims bias_dims = Dims::of_rank(yl.rank());
+    for (int i = 0; i < bias_dims.rank(); ++i) bias_dims[i] = 1;
+    bias_dims[1] = y[1];
+    KILN_RETURN_IF_ERROR(bd.set(dt, bias_dims));
+    const Dims wl = lift_1d(w);
     std::vector<int> wdim(wl.begin(), wl.end());
-    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetFilterNdDescriptor(wd_.get(), *cuda::cudnn_dtype(dt), CUDNN_TENSOR_NCHW,
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetFilterNdDescriptor(wd.get(), *cuda::cudnn_dtype(dt), CUDNN_TENSOR_NCHW,
                                                                 static_cast<int>(wdim.size()), wdim.data()),
                                      "cudnnSetFilterNdDescriptor"));
     std::vector<int> pad, stride, dil;
-    if (win.rank() == 1) {
-      pad.push_back(0), stride.push_back(1), dil.push_back(1);
-    }
+    if (win.rank() == 1) pad.push_back(0), stride.push_back(1), dil.push_back(1);
     for (int i = 0; i < win.rank(); ++i) {
       pad.push_back(static_cast<int>(win.pads_begin[i]));
       stride.push_back(static_cast<int>(win.strides[i]));
       dil.push_back(static_cast<int>(win.dilations[i]));
     }
     KILN_RETURN_IF_ERROR(
-        cuda::check(cudnnSetConvolutionNdDescriptor(cd_.get(), static_cast<int>(pad.size()), pad.data(), stride.data(),
+        cuda::check(cudnnSetConvolutionNdDescriptor(cd.get(), static_cast<int>(pad.size()), pad.data(), stride.data(),
                                                     dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                     "cudnnSetConvolutionNdDescriptor"));
-    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionGroupCount(cd_.get(), static_cast<int>(a.group)),
-                                     "cudnnSetConvolutionGroupCount"));
-    // float32 stays exact float32 (no TF32); half types may use tensor cores.
-    KILN_RETURN_IF_ERROR(cuda::check(
-        cudnnSetConvolutionMathType(cd_.get(), dt == DataType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
-        "cudnnSetConvolutionMathType"));
+    return cuda::check(cudnnSetConvolutionGroupCount(cd.get(), static_cast<int>(a.group)),
+                       "cudnnSetConvolutionGroupCount");
+  }
+
+  // cuDNN's heuristic answers (successful ones only) with the descriptor's math type set to `math`.
+  Result<std::vector<cudnnConvolutionFwdAlgoPerf_t>> query(cudnnHandle_t h, cudnnMathType_t math) {
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(cd.get(), math), "cudnnSetConvolutionMathType"));
+    int max = 0;
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max),
+                                     "cudnnGetConvolutionForwardAlgorithmMaxCount"));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
     int found = 0;
-    cudnnConvolutionFwdAlgoPerf_t perf[8];
-    KILN_RETURN_IF_ERROR(cuda::check(
-        cudnnGetConvolutionForwardAlgorithm_v7(h, xd_.get(), wd_.get(), cd_.get(), yd_.get(), 8, &found, perf),
-        "cudnnGetConvolutionForwardAlgorithm_v7"));
-    bool chosen = false;
-    for (int i = 0; i < found && !chosen; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      algo_ = perf[i].algo;
-      workspace_bytes_ = perf[i].memory;
-      chosen = true;
+    KILN_RETURN_IF_ERROR(
+        cuda::check(cudnnGetConvolutionForwardAlgorithm_v7(h, xd.get(), wd.get(), cd.get(), yd.get(),
+                                                           static_cast<int>(perf.size()), &found, perf.data()),
+                    "cudnnGetConvolutionForwardAlgorithm_v7"));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> out;
+    for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back(perf[i]);
+    return out;
+  }
+};
+
+// The math types worth asking the heuristic about: float32 only FMA; the halves with and without tensor ops.
+std::vector<cudnnMathType_t> query_math(DataType dt) {
+  if (dt == DataType::kFloat32) return {CUDNN_FMA_MATH};
+  return {CUDNN_TENSOR_OP_MATH, CUDNN_DEFAULT_MATH};
+}
+
+// Whether a heuristic answer may run for `dt`: float32 stays exact (no tensor-op math).
+bool allowed(const cudnnConvolutionFwdAlgoPerf_t& p, DataType dt) {
+  return dt != DataType::kFloat32 || math_class(p.mathType) == MathClass::kPlain;
+}
+
+Epilogue epilogue_of(const OpCall& call) {
+  Epilogue e;
+  e.bias = call.has_input(2);
+  e.residual = call.has_input(3);
+  e.act = call.attrs_as<ConvolutionAttrs>().fused;
+  return e;
+}
+
+std::vector<std::string> conv_tactics(const OpCall& call) {
+  const Dims& x = call.inputs[0].dims;
+  const Dims& w = call.inputs[1].dims;
+  const Dims& y = call.outputs[0].dims;
+  if (!cuda::gpu_available() || !x.is_static() || !w.is_static() || !y.is_static() || y.numel() == 0 ||
+      x.numel() == 0 || w.numel() == 0)
+    return {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  auto h = cuda::cudnn_handle(device);
+  if (!h) return {};
+  const DataType dt = call.inputs[0].dtype;
+  Problem p;
+  if (!p.set(call.attrs_as<ConvolutionAttrs>(), dt, x, w, y).is_ok()) return {};
+  const Epilogue e = epilogue_of(call);
+  std::vector<std::string> out;
+  auto add = [&](std::string t) {
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+  };
+  for (cudnnMathType_t m : query_math(dt)) {
+    auto found = p.query(*h, m);
+    if (!found) continue;
+    for (const cudnnConvolutionFwdAlgoPerf_t& perf : *found) {
+      if (!allowed(perf, dt)) continue;
+      ConvTactic t{perf.algo, math_class(perf.mathType), false};
+      add(t.to_string());
+      if (fusable(e, dt, perf.algo)) {
+        t.fused = true;
+        add(t.to_string());
+      }
     }
-    if (!chosen) return unsupported("cuDNN offers no convolution algorithm for this problem");
-    dims_ = x.dims();
-    wdims_ = w.dims();
-    (void)ctx;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel
+
+class CudnnConvolution final : public Kernel {
+ public:
+  explicit CudnnConvolution(ConvTactic tactic) : tactic_(tactic) {}
+
+  std::string detail() const override {
+    if (!ready_) return {};
+    ConvTactic ran = tactic_;
+    ran.algo = algo_;
+    ran.math = math_class(math_);
+    return str_cat("cuDNN ", ran.to_string(), tactic_.algo ? "" : " (the heuristic's first)", ", workspace ",
+                   workspace_bytes_, " bytes, ",
+                   tactic_.fused ? "bias, residual and activation in cudnnConvolutionBiasActivationForward"
+                                 : "kiln's epilogue kernel");
+  }
+  size_t workspace_bytes() const override { return workspace_bytes_ + residual_bytes_; }
+
+  Status run(KernelContext& ctx) override {
+    const auto& a = ctx.attrs<ConvolutionAttrs>();
+    const Tensor& x = ctx.src[0];
+    const Tensor& w = ctx.src[1];
+    Tensor& y = ctx.dst[0];
+    if (y.numel() == 0) return Status::ok();  // cuDNN rejects empty tensors; there is nothing to compute
+    const cudaStream_t stream = cuda::native(ctx.stream);
+    KILN_ASSIGN_OR_RETURN(cudnnHandle_t h, cuda::cudnn_handle(ctx.stream));
+    if (!ready_ || x.dims() != x_dims_ || w.dims() != w_dims_ || y.dims() != y_dims_)
+      KILN_RETURN_IF_ERROR(prepare(a, x, w, y, h));
+    const Tensor* bias = ctx.src.size() > 2 && ctx.src[2].defined() ? &ctx.src[2] : nullptr;
+    const Tensor* residual = ctx.src.size() > 3 && ctx.src[3].defined() ? &ctx.src[3] : nullptr;
+    if (residual && residual->nbytes() != y.nbytes())
+      return invalid_argument("Convolution residual ", residual->dims().to_string(), " does not match the output ",
+                              y.dims().to_string());
+    KILN_ASSIGN_OR_RETURN(void* workspace,
+                          workspace_.get(ctx.allocator, workspace_bytes_, "cuDNN convolution workspace", stream));
+    // The convolution writes y before the epilogue reads the residual: keep a residual that is y's memory aside.
+    const void* residual_ptr = residual ? residual->raw() : nullptr;
+    if (residual && residual->raw() == y.raw()) {
+      residual_bytes_ = y.nbytes();
+      KILN_ASSIGN_OR_RETURN(void* copy,
+                            residual_copy_.get(ctx.allocator, residual_bytes_, "convolution residual copy", stream));
+      KILN_RETURN_IF_ERROR(
+          cuda::check(cudaMemcpyAsync(copy, residual->raw(), residual_bytes_, cudaMemcpyDeviceToDevice, stream),
+                      "cudaMemcpyAsync (convolution residual)"));
+      residual_ptr = copy;
+    }
+    const float one = 1.f, zero = 0.f;
+    if (tactic_.fused) {
+      if (!bias) return internal_error(kImplName, "[", tactic_.to_string(), "] runs without a bias");
+      const float alpha2 = residual_ptr ? 1.f : 0.f;
+      return cuda::check(cudnnConvolutionBiasActivationForward(
+                             h, &one, p_.xd.get(), x.raw(), p_.wd.get(), w.raw(), p_.cd.get(), algo_, workspace,
+                             workspace_bytes_, &alpha2, p_.yd.get(), residual_ptr ? residual_ptr : y.raw(), p_.bd.get(),
+                             bias->raw(), act_.get(), p_.yd.get(), y.raw()),
+                         "cudnnConvolutionBiasActivationForward");
+    }
+    KILN_RETURN_IF_ERROR(
+        cuda::check(cudnnConvolutionForward(h, &one, p_.xd.get(), x.raw(), p_.wd.get(), w.raw(), p_.cd.get(), algo_,
+                                            workspace, workspace_bytes_, &zero, p_.yd.get(), y.raw()),
+                    "cudnnConvolutionForward"));
+    const int64_t channels = y.dims()[1];
+    const int64_t inner = y.numel() / (y.dims()[0] * channels);
+    return cuda::conv_epilogue(y.dtype(), y.raw(), y.numel(), channels, inner, bias ? bias->raw() : nullptr,
+                               residual_ptr, a.fused, stream);
+  }
+
+ private:
+  // Descriptors, the algorithm of the tactic, its math type and workspace size for the shapes seen.
+  Status prepare(const ConvolutionAttrs& a, const Tensor& x, const Tensor& w, const Tensor& y, cudnnHandle_t h) {
+    ready_ = false;
+    const DataType dt = x.dtype();
+    KILN_RETURN_IF_ERROR(p_.set(a, dt, x.dims(), w.dims(), y.dims()));
+    std::optional<cudnnConvolutionFwdAlgoPerf_t> chosen;
+    // The same questions `conv_tactics` asked, so that a tactic it listed is found again.
+    for (cudnnMathType_t m : query_math(dt)) {
+      KILN_ASSIGN_OR_RETURN(auto found, p_.query(h, m));
+      for (const cudnnConvolutionFwdAlgoPerf_t& perf : found) {
+        if (!allowed(perf, dt)) continue;
+        if (tactic_.algo && (perf.algo != *tactic_.algo || math_class(perf.mathType) != tactic_.math)) continue;
+        chosen = perf;
+        break;
+      }
+      if (chosen) break;
+    }
+    if (!chosen) {
+      if (tactic_.algo)
+        return unsupported("cuDNN does not offer the convolution algorithm '", tactic_.to_string(), "' for x ",
+                           x.dims().to_string(), ", w ", w.dims().to_string(), " (", dtype_name(dt),
+                           "); rebuild the engine so that another tactic is chosen");
+      return unsupported("cuDNN offers no convolution algorithm for x ", x.dims().to_string(), ", w ",
+                         w.dims().to_string(), " (", dtype_name(dt), ")");
+    }
+    algo_ = chosen->algo;
+    // float32 runs with FMA math whatever the answer says (CUDNN_DEFAULT_MATH would allow TF32 on Ampere and later).
+    math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->mathType;
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(p_.cd.get(), math_), "cudnnSetConvolutionMathType"));
+    size_t bytes = 0;
+    KILN_RETURN_IF_ERROR(cuda::check(
+        cudnnGetConvolutionForwardWorkspaceSize(h, p_.xd.get(), p_.wd.get(), p_.cd.get(), p_.yd.get(), algo_, &bytes),
+        "cudnnGetConvolutionForwardWorkspaceSize"));
+    workspace_bytes_ = std::max(bytes, chosen->memory);
+    if (tactic_.fused) {
+      const FusedActivation& act = a.fused;
+      const Epilogue e{true, false, act};
+      if (!fusable(e, dt, algo_))
+        return unsupported(kImplName, "[", tactic_.to_string(),
+                           "] fuses only a ReLU or no activation, in float32 or "
+                           "float16");
+      KILN_RETURN_IF_ERROR(cuda::check(
+          cudnnSetActivationDescriptor(act_.get(), act.on ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                       CUDNN_NOT_PROPAGATE_NAN, 0.0),
+          "cudnnSetActivationDescriptor"));
+    }
+    x_dims_ = x.dims();
+    w_dims_ = w.dims();
+    y_dims_ = y.dims();
+    ready_ = true;
     return Status::ok();
   }
 
-  Dims dims_, wdims_;
-  cuda::TensorDescriptor xd_, yd_;
-  FilterDescriptor wd_;
-  ConvDescriptor cd_;
+  ConvTactic tactic_;
+  bool ready_ = false;
+  Dims x_dims_, w_dims_, y_dims_;
+  Problem p_;
+  ActivationDescriptor act_;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
   size_t workspace_bytes_ = 0;
+  size_t residual_bytes_ = 0;
+  cuda::DeviceScratch workspace_, residual_copy_;
 };
 
+Status conv_supports(const OpCall& call) {
+  KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}));
+  const DataType dt = call.inputs[0].dtype;
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    if (call.inputs[i].present && call.inputs[i].dtype != dt)
+      return unsupported("the cuDNN convolution takes every input in x's type (", dtype_name(dt), "); input ", i,
+                         " is ", dtype_name(call.inputs[i].dtype));
+  if (call.outputs[0].dtype != dt)
+    return unsupported("the cuDNN convolution writes x's type (", dtype_name(dt), "), not ",
+                       dtype_name(call.outputs[0].dtype));
+  const int r = call.inputs[0].dims.rank();
+  if (r < 3 || r > 5) return unsupported("cuDNN convolution takes 1-D to 3-D problems");
+  if (!call.inputs[0].dims.is_static() || !call.inputs[1].dims.is_static()) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(
+      ConvWindow win, convolution_window(call.attrs_as<ConvolutionAttrs>(), call.inputs[0].dims, call.inputs[1].dims));
+  KILN_RETURN_IF_ERROR(check_window(win));
+  for (const TensorDesc& d : {call.inputs[0], call.inputs[1], call.outputs[0]})
+    if (d.dims.is_static() && d.dims.numel() > kMaxCudnnCount)
+      return unsupported("cuDNN convolutions here take tensors below 2^31 elements; this one has ", d.dims.numel());
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> create_conv(const OpCall& call) {
+  const std::optional<ConvTactic> tactic = parse_tactic(call.tactic);
+  if (!tactic)
+    return invalid_argument(kImplName, " has no tactic '", call.tactic,
+                            "' (an algorithm such as implicit_precomp_gemm, then +tensor_op and/or +fused)");
+  const DataType dt = call.inputs[0].dtype;
+  if (tactic->math != MathClass::kPlain && dt == DataType::kFloat32)
+    return invalid_argument(kImplName, " keeps float32 exact: no tensor-op tactic '", call.tactic, "'");
+  if (tactic->fused && !fusable(epilogue_of(call), dt, *tactic->algo))
+    return invalid_argument(kImplName, "[", call.tactic, "] needs a bias, ReLU or no activation, float32 or float16 ",
+                            "and implicit_precomp_gemm");
+  return std::unique_ptr<Kernel>(std::make_unique<CudnnConvolution>(*tactic));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deconvolution: the data gradient of the forward convolution that maps the Deconvolution's output to its input
+// (cudnnConvolutionBackwardData), then the bias in kiln's epilogue kernel. Kiln's Deconvolution weights [C, M/G, k...]
+// are exactly that convolution's filter. Tactics are cuDNN's backward-data algorithms ("algo_1",
+// "winograd_nonfused+tensor_op", ...; float32 again without tensor-op math).
+
+constexpr const char* kDeconvName = "cuda.cudnn.deconvolution";
+
+struct BwdAlgoName {
+  cudnnConvolutionBwdDataAlgo_t algo;
+  const char* name;
+};
+
+constexpr std::array<BwdAlgoName, 6> kBwdAlgos = {{
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, "algo_0"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, "algo_1"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, "fft"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING, "fft_tiling"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, "winograd"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
+}};
+
+struct DeconvTactic {
+  std::optional<cudnnConvolutionBwdDataAlgo_t> algo;  // none: the heuristic's first choice
+  MathClass math = MathClass::kPlain;
+
+  std::string to_string() const {
+    if (!algo) return "";
+    std::string s;
+    for (const BwdAlgoName& a : kBwdAlgos)
+      if (a.algo == *algo) s = a.name;
+    if (math == MathClass::kTensorOp) s += "+tensor_op";
+    if (math == MathClass::kTensorOpConversion) s += "+tensor_op_conversion";
+    return s;
+  }
+};
+
+std::optional<DeconvTactic> parse_deconv_tactic(const std::string& t) {
+  DeconvTactic out;
+  if (t.empty()) return out;
+  const size_t plus = t.find('+');
+  const std::string algo = t.substr(0, plus);
+  for (const BwdAlgoName& a : kBwdAlgos)
+    if (algo == a.name) out.algo = a.algo;
+  if (!out.algo) return std::nullopt;
+  if (plus == std::string::npos) return out;
+  const std::string math = t.substr(plus + 1);
+  if (math == "tensor_op")
+    out.math = MathClass::kTensorOp;
+  else if (math == "tensor_op_conversion")
+    out.math = MathClass::kTensorOpConversion;
+  else
+    return std::nullopt;
+  return out;
+}
+
+// cuDNN takes one pad per axis: the begin pad, with the end pad at most that much smaller than it (output_padding
+// or output_shape adding up to stride - 1 positions at the end), never negative.
+Status check_deconv_window(const ConvWindow& w) {
+  for (int i = 0; i < w.rank(); ++i) {
+    const int64_t extra = w.pads_begin[i] - w.pads_end[i];
+    if (w.pads_begin[i] < 0 || extra < 0 || extra >= w.strides[i])
+      return unsupported(
+          "cuDNN's deconvolution needs equal begin and end pads (up to stride - 1 extra output at the "
+          "end) and no negative pad; axis ",
+          i, " has ", w.pads_begin[i], " and ", w.pads_end[i]);
+  }
+  return Status::ok();
+}
+
+struct DeconvProblem {
+  cuda::TensorDescriptor xd, yd;  // the Deconvolution's input (cuDNN's dy) and output (cuDNN's dx)
+  FilterDescriptor wd;
+  ConvDescriptor cd;
+
+  Status set(const DeconvolutionAttrs& a, DataType dt, const Dims& x, const Dims& w, const Dims& y) {
+    KILN_ASSIGN_OR_RETURN(ConvWindow win, deconvolution_window(a, x, w));
+    KILN_RETURN_IF_ERROR(check_deconv_window(win));
+    for (const Dims* d : {&x, &w, &y})
+      if (d->numel() > kMaxCudnnCount)
+        return unsupported("cuDNN deconvolutions here take tensors below 2^31 elements; this one has ", d->numel());
+    KILN_RETURN_IF_ERROR(xd.set(dt, lift_1d(x)));
+    KILN_RETURN_IF_ERROR(yd.set(dt, lift_1d(y)));
+    const Dims wl = lift_1d(w);
+    std::vector<int> wdim(wl.begin(), wl.end());
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetFilterNdDescriptor(wd.get(), *cuda::cudnn_dtype(dt), CUDNN_TENSOR_NCHW,
+                                                                static_cast<int>(wdim.size()), wdim.data()),
+                                     "cudnnSetFilterNdDescriptor"));
+    std::vector<int> pad, stride, dil;
+    if (win.rank() == 1) pad.push_back(0), stride.push_back(1), dil.push_back(1);
+    for (int i = 0; i < win.rank(); ++i) {
+      pad.push_back(static_cast<int>(win.pads_begin[i]));
+      stride.push_back(static_cast<int>(win.strides[i]));
+      dil.push_back(static_cast<int>(win.dilations[i]));
+    }
+    KILN_RETURN_IF_ERROR(
+        cuda::check(cudnnSetConvolutionNdDescriptor(cd.get(), static_cast<int>(pad.size()), pad.data(), stride.data(),
+                                                    dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                    "cudnnSetConvolutionNdDescriptor"));
+    return cuda::check(cudnnSetConvolutionGroupCount(cd.get(), static_cast<int>(a.group)),
+                       "cudnnSetConvolutionGroupCount");
+  }
+
+  Result<std::vector<cudnnConvolutionBwdDataAlgoPerf_t>> query(cudnnHandle_t h, cudnnMathType_t math) {
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(cd.get(), math), "cudnnSetConvolutionMathType"));
+    int max = 0;
+    KILN_RETURN_IF_ERROR(cuda::check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max),
+                                     "cudnnGetConvolutionBackwardDataAlgorithmMaxCount"));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
+    int found = 0;
+    KILN_RETURN_IF_ERROR(
+        cuda::check(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wd.get(), xd.get(), cd.get(), yd.get(),
+                                                                static_cast<int>(perf.size()), &found, perf.data()),
+                    "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> out;
+    for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back(perf[i]);
+    return out;
+  }
+};
+
+bool allowed_bwd(const cudnnConvolutionBwdDataAlgoPerf_t& p, DataType dt) {
+  return dt != DataType::kFloat32 || math_class(p.mathType) == MathClass::kPlain;
+}
+
+std::vector<std::string> deconv_tactics(const OpCall& call) {
+  const Dims& x = call.inputs[0].dims;
+  const Dims& w = call.inputs[1].dims;
+  const Dims& y = call.outputs[0].dims;
+  if (!cuda::gpu_available() || !x.is_static() || !w.is_static() || !y.is_static() || y.numel() == 0 ||
+      x.numel() == 0 || w.numel() == 0)
+    return {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  auto h = cuda::cudnn_handle(device);
+  if (!h) return {};
+  const DataType dt = call.inputs[0].dtype;
+  DeconvProblem p;
+  if (!p.set(call.attrs_as<DeconvolutionAttrs>(), dt, x, w, y).is_ok()) return {};
+  std::vector<std::string> out;
+  for (cudnnMathType_t m : query_math(dt)) {
+    auto found = p.query(*h, m);
+    if (!found) continue;
+    for (const cudnnConvolutionBwdDataAlgoPerf_t& perf : *found) {
+      if (!allowed_bwd(perf, dt)) continue;
+      std::string t = DeconvTactic{perf.algo, math_class(perf.mathType)}.to_string();
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+class CudnnDeconvolution final : public Kernel {
+ public:
+  explicit CudnnDeconvolution(DeconvTactic tactic) : tactic_(tactic) {}
+
+  std::string detail() const override {
+    if (!ready_) return {};
+    return str_cat("cuDNN backward data ", DeconvTactic{algo_, math_class(math_)}.to_string(),
+                   tactic_.algo ? "" : " (the heuristic's first)", ", workspace ", workspace_bytes_, " bytes");
+  }
+  size_t workspace_bytes() const override { return workspace_bytes_; }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.src[0];
+    const Tensor& w = ctx.src[1];
+    Tensor& y = ctx.dst[0];
+    if (y.numel() == 0) return Status::ok();
+    const cudaStream_t stream = cuda::native(ctx.stream);
+    KILN_ASSIGN_OR_RETURN(cudnnHandle_t h, cuda::cudnn_handle(ctx.stream));
+    if (!ready_ || x.dims() != x_dims_ || w.dims() != w_dims_ || y.dims() != y_dims_)
+      KILN_RETURN_IF_ERROR(prepare(ctx.attrs<DeconvolutionAttrs>(), x, w, y, h));
+    KILN_ASSIGN_OR_RETURN(void* workspace,
+                          workspace_.get(ctx.allocator, workspace_bytes_, "cuDNN deconvolution workspace", stream));
+    const float one = 1.f, zero = 0.f;
+    if (x.numel() == 0) {  // nothing scatters: the output is the bias alone
+      KILN_RETURN_IF_ERROR(cuda::check(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream), "cudaMemsetAsync"));
+    } else {
+      KILN_RETURN_IF_ERROR(
+          cuda::check(cudnnConvolutionBackwardData(h, &one, p_.wd.get(), w.raw(), p_.xd.get(), x.raw(), p_.cd.get(),
+                                                   algo_, workspace, workspace_bytes_, &zero, p_.yd.get(), y.raw()),
+                      "cudnnConvolutionBackwardData"));
+    }
+    const bool bias = ctx.src.size() > 2 && ctx.src[2].defined();
+    if (!bias) return Status::ok();
+    const int64_t channels = y.dims()[1];
+    return cuda::conv_epilogue(y.dtype(), y.raw(), y.numel(), channels, y.numel() / (y.dims()[0] * channels),
+                               ctx.src[2].raw(), nullptr, FusedActivation{}, stream);
+  }
+
+ private:
+  Status prepare(const DeconvolutionAttrs& a, const Tensor& x, const Tensor& w, const Tensor& y, cudnnHandle_t h) {
+    ready_ = false;
+    const DataType dt = x.dtype();
+    if (x.numel() == 0) {  // cuDNN rejects empty tensors; run writes the bias alone
+      algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+      workspace_bytes_ = 0;
+    } else {
+      KILN_RETURN_IF_ERROR(p_.set(a, dt, x.dims(), w.dims(), y.dims()));
+      std::optional<cudnnConvolutionBwdDataAlgoPerf_t> chosen;
+      for (cudnnMathType_t m : query_math(dt)) {
+        KILN_ASSIGN_OR_RETURN(auto found, p_.query(h, m));
+        for (const cudnnConvolutionBwdDataAlgoPerf_t& perf : found) {
+          if (!allowed_bwd(perf, dt)) continue;
+          if (tactic_.algo && (perf.algo != *tactic_.algo || math_class(perf.mathType) != tactic_.math)) continue;
+          chosen = perf;
+          break;
+        }
+        if (chosen) break;
+      }
+      if (!chosen)
+        return unsupported("cuDNN does not offer the deconvolution algorithm '",
+                           tactic_.algo ? tactic_.to_string() : "(any)", "' for x ", x.dims().to_string(), ", w ",
+                           w.dims().to_string(), " (", dtype_name(dt), "); rebuild the engine");
+      algo_ = chosen->algo;
+      math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->mathType;
+      KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(p_.cd.get(), math_), "cudnnSetConvolutionMathType"));
+      size_t bytes = 0;
+      KILN_RETURN_IF_ERROR(cuda::check(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                                           h, p_.wd.get(), p_.xd.get(), p_.cd.get(), p_.yd.get(), algo_, &bytes),
+                                       "cudnnGetConvolutionBackwardDataWorkspaceSize"));
+      workspace_bytes_ = std::max(bytes, chosen->memory);
+    }
+    x_dims_ = x.dims();
+    w_dims_ = w.dims();
+    y_dims_ = y.dims();
+    ready_ = true;
+    return Status::ok();
+  }
+
+  DeconvTactic tactic_;
+  bool ready_ = false;
+  Dims x_dims_, w_dims_, y_dims_;
+  DeconvProblem p_;
+  cudnnConvolutionBwdDataAlgo_t algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
+  size_t workspace_bytes_ = 0;
+  cuda::DeviceScratch workspace_;
+};
+
+Status deconv_supports(const OpCall& call) {
+  KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}));
+  const DataType dt = call.inputs[0].dtype;
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    if (call.inputs[i].present && call.inputs[i].dtype != dt)
+      return unsupported("the cuDNN deconvolution takes every input in x's type (", dtype_name(dt), "); input ", i,
+                         " is ", dtype_name(call.inputs[i].dtype));
+  const int r = call.inputs[0].dims.rank();
+  if (r < 3 || r > 5) return unsupported("cuDNN deconvolution takes 1-D to 3-D problems");
+  if (!call.inputs[0].dims.is_static() || !call.inputs[1].dims.is_static()) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(ConvWindow win, deconvolution_window(call.attrs_as<DeconvolutionAttrs>(), call.inputs[0].dims,
+                                                             call.inputs[1].dims));
+  KILN_RETURN_IF_ERROR(check_deconv_window(win));
+  for (const TensorDesc& d : {call.inputs[0], call.inputs[1], call.outputs[0]})
+    if (d.dims.is_static() && d.dims.numel() > kMaxCudnnCount)
+      return unsupported("cuDNN deconvolutions here take tensors below 2^31 elements; this one has ", d.dims.numel());
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> create_deconv(const OpCall& call) {
+  const std::optional<DeconvTactic> tactic = parse_deconv_tactic(call.tactic);
+  if (!tactic)
+    return invalid_argument(kDeconvName, " has no tactic '", call.tactic,
+                            "' (a backward-data algorithm such as algo_1, then +tensor_op)");
+  if (tactic->math != MathClass::kPlain && call.inputs[0].dtype == DataType::kFloat32)
+    return invalid_argument(kDeconvName, " keeps float32 exact: no tensor-op tactic '", call.tactic, "'");
+  return std::unique_ptr<Kernel>(std::make_unique<CudnnDeconvolution>(*tactic));
+}
+
 KILN_REGISTER_KERNEL(KernelImpl{
-    .name = "cuda.cudnn.convolution",
+    .name = kDeconvName,
+    .op = "Deconvolution",
+    .backend = Backend::kCuda,
+    .priority = 10,
+    .supports = deconv_supports,
+    .create = create_deconv,
+    .tactics = deconv_tactics,
+});
+
+KILN_REGISTER_KERNEL(KernelImpl{
+    .name = kImplName,
     .op = "Convolution",
     .backend = Backend::kCuda,
     .priority = 10,
-    .supports = [](const OpCall& call) -> Status {
-      KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}));
-      if (has_conv_epilogue(call.attrs_as<ConvolutionAttrs>(), call.has_input(3)))
-        return unsupported("the cuDNN convolution has no epilogue (residual or fused activation)");
-      const int r = call.inputs[0].dims.rank();
-      if (r < 3 || r > 5) return unsupported("cuDNN convolution takes 1-D to 3-D problems");
-      if (!call.inputs[0].dims.is_static() || !call.inputs[1].dims.is_static()) return Status::ok();
-      KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(call.attrs_as<ConvolutionAttrs>(), call.inputs[0].dims,
-                                                               call.inputs[1].dims));
-      return check_window(win);
-    },
-    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-      return std::unique_ptr<Kernel>(std::make_unique<CudnnConvolution>());
-    },
+    .supports = conv_supports,
+    .create = create_conv,
+    .tactics = conv_tactics,
 });
 
 }  // namespace

@@ -35,13 +35,17 @@ struct ThreadHandles {
 thread_local ThreadHandles handles;
 }  // namespace
 
-Result<cudnnHandle_t> cudnn_handle(Stream& stream) {
-  const int dev = stream.device().index;
-  auto& h = handles.cudnn[dev];
+Result<cudnnHandle_t> cudnn_handle(int device) {
+  auto& h = handles.cudnn[device];
   if (!h) {
-    KILN_RETURN_IF_ERROR(check(cudaSetDevice(dev), "cudaSetDevice"));
+    KILN_RETURN_IF_ERROR(check(cudaSetDevice(device), "cudaSetDevice"));
     KILN_RETURN_IF_ERROR(check(cudnnCreate(&h), "cudnnCreate"));
   }
+  return h;
+}
+
+Result<cudnnHandle_t> cudnn_handle(Stream& stream) {
+  KILN_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle(stream.device().index));
   KILN_RETURN_IF_ERROR(check(cudnnSetStream(h, native(stream)), "cudnnSetStream"));
   return h;
 }

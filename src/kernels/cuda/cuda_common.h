@@ -18,6 +18,8 @@ Status check(cublasStatus_t err, const char* what);
 inline cudaStream_t native(Stream& stream) { return static_cast<cudaStream_t>(stream.native_handle()); }
 /// The calling thread's cuDNN handle, set to `stream`.
 Result<cudnnHandle_t> cudnn_handle(Stream& stream);
+/// The calling thread's cuDNN handle for `device` (its stream left as it is): for queries that launch nothing.
+Result<cudnnHandle_t> cudnn_handle(int device);
 /// The calling thread's cuBLAS handle, set to `stream`.
 Result<cublasHandle_t> cublas_handle(Stream& stream);
 

@@ -123,6 +123,17 @@ std::vector<OpCase> fused_convolution_cases() {
   OpCase wide =
       fused_case("residual + relu 32ch 1x1", fused(ActivationKind::kRelu), true, {2, 32, 7, 7}, {32, 32, 1, 1});
   c.push_back(std::move(wide));
+  // cuDNN: 16 channels suit tensor-op algorithms in float16/bfloat16; bias + residual + ReLU is what one
+  // cudnnConvolutionBiasActivationForward call computes, a sigmoid it lacks runs in kiln's epilogue kernel, and without
+  // a bias there is no fused call at all.
+  OpCase half_fused =
+      fused_case("residual + relu 16ch 3x3", fused(ActivationKind::kRelu), true, {2, 16, 6, 6}, {16, 16, 3, 3});
+  half_fused.tolerance_scale = 2;  // 16 channels x 3x3 per output
+  c.push_back(std::move(half_fused));
+  c.push_back(fused_case("residual + sigmoid", fused(ActivationKind::kSigmoid), true, {1, 3, 8, 8}, {4, 3, 3, 3}, 3.0));
+  OpCase no_bias = fused_case("no bias, residual + relu", fused(ActivationKind::kRelu), true);
+  no_bias.inputs[2] = absent();  // the residual stays input 3
+  c.push_back(std::move(no_bias));
   return c;
 }
 
