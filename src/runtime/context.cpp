@@ -253,6 +253,10 @@ Status ContextImpl::run_static(const PlanStep& step, const OpCall& call, Scope& 
     RuntimeValue* v = scope.at(i);
     if (!v || v->kind != ValueKind::kTensor)
       return internal_error("input slot ", i, " has no tensor").with_node(node.context());
+    if (!device_.is_cuda()) {
+      src.push_back(v->tensor);
+      continue;
+    }
     auto t = fetch(*v, device, stream);
     if (!t) return t.take_status().with_node(node.context());
     src.push_back(std::move(*t));
@@ -313,29 +317,31 @@ Status ContextImpl::run_kernel(const PlanStep& step, Scope& scope, Stream& strea
       return invalid_argument("input '", in->name, "' is a ", value_kind_name(v->kind), "; a tensor is needed")
           .with_node(node.context());
     call.inputs.push_back({v->tensor.dtype(), v->tensor.dims(), true});
+    if (!device_.is_cuda()) {
+      src.push_back(v->tensor);
+      continue;
+    }
     auto t = fetch(*v, device, stream);
     if (!t) return t.take_status().with_node(node.context());
     src.push_back(std::move(*t));
   }
-  // Shape inference reads values on the host: GPU tensors it must read (value inputs) are copied down.
-  std::vector<Tensor> host_values(src.size());
   values.reserve(src.size());
-  for (size_t k = 0; k < src.size(); ++k) {
-    const Tensor& t = src[k];
-    if (!t.defined()) {
-      values.push_back(nullptr);
-    } else if (t.device().is_cpu()) {
-      values.push_back(&t);
-    } else if (std::find(node.schema->value_inputs.begin(), node.schema->value_inputs.end(), static_cast<int>(k)) !=
-               node.schema->value_inputs.end()) {
-      RuntimeValue copy = RuntimeValue::of(t);
+  for (const Tensor& t : src) values.push_back(t.defined() ? &t : nullptr);
+  // Shape inference reads values on the host: GPU tensors it must read (value inputs) are copied down.
+  std::vector<Tensor> host_values;
+  if (device_.is_cuda()) {
+    host_values.resize(src.size());
+    for (size_t k = 0; k < src.size(); ++k) {
+      if (!values[k] || src[k].device().is_cpu()) continue;
+      values[k] = nullptr;
+      const auto& vi = node.schema->value_inputs;
+      if (std::find(vi.begin(), vi.end(), static_cast<int>(k)) == vi.end()) continue;
+      RuntimeValue copy = RuntimeValue::of(src[k]);
       Status st = to_host(copy, stream);
       if (st.is_ok()) st = stream.synchronize();
       if (!st.is_ok()) return std::move(st).with_node(node.context());
       host_values[k] = copy.tensor;
-      values.push_back(&host_values[k]);
-    } else {
-      values.push_back(nullptr);
+      values[k] = &host_values[k];
     }
   }
   auto outs = node.schema->infer_outputs(InferContext(*node.attrs, call.inputs, values));
