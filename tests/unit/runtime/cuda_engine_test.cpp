@@ -3,7 +3,12 @@
 // and out-of-memory errors. Each test skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "builder/builder.h"
@@ -231,6 +236,35 @@ TEST(CudaEngine, CudaGraphReplaysTheRun) {
     ASSERT_FALSE(g2.is_ok());
     EXPECT_NE(g2.status().message().find("runs on the host"), std::string::npos) << g2.status().to_string();
   }
+}
+
+TEST(CudaEngine, CudaCandidatesAreTimedWithEventsAndCached) {
+  REQUIRE_GPU();
+  auto net = small_net(false);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("kiln_cuda_cache_" + std::to_string(::getpid()) + ".json")).string();
+  BuildOptions opt;
+  opt.backend = Backend::kCuda;
+  opt.optimization_level = 1;
+  opt.timing_cache_path = path;
+  opt.workspace_limit = uint64_t{1} << 30;  // with a limit even a lone candidate runs (its workspace is checked)
+  BuildReport first, second;
+  ASSERT_TRUE(build_engine(*net, opt, &first).is_ok());
+  EXPECT_GT(first.timed, 0);
+  std::ifstream in(path);
+  const auto cache = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(cache.is_discarded());
+  const std::string device = cache.value("device", "");
+  EXPECT_NE(device.find(cuda::query_runtime().gpus.front().name), std::string::npos) << device;
+  EXPECT_NE(device.find("compute capability"), std::string::npos) << device;
+  double total_ms = 0;
+  for (const auto& [key, ms] : cache["times"].items())
+    if (key.find(".workspace") == std::string::npos) total_ms += ms.get<double>();
+  EXPECT_GT(total_ms, 0.0);  // times measured with CUDA events
+  ASSERT_TRUE(build_engine(*net, opt, &second).is_ok());
+  EXPECT_EQ(second.timed, 0);
+  EXPECT_EQ(second.cached, first.timed);
+  std::filesystem::remove(path);
 }
 
 TEST(CudaEngine, ContextCacheReusesBlocksAndReportsPeaks) {
