@@ -150,8 +150,7 @@ int run_exec(const ExecOptions& opt) {
     std::printf("[I] Device: cuda:0 (%s, compute capability %d.%d)%s\n", rt.gpus.front().name.c_str(),
                 rt.gpus.front().cc_major, rt.gpus.front().cc_minor, opt.device.empty() ? ", the default" : "");
   else
-    std::printf("[I] Device: cpu%s\n",
-                opt.device.empty() ? str_cat(" (the default: ", rt.problem, ")").c_str() : "");
+    std::printf("[I] Device: cpu%s\n", opt.device.empty() ? str_cat(" (the default: ", rt.problem, ")").c_str() : "");
   if (!gpu && (opt.use_cuda_graph || opt.no_data_transfers || opt.streams != 1))
     std::printf("[W] --useCudaGraph, --noDataTransfers and --streams apply to GPU engines only; ignored on the CPU\n");
   std::string bytes;
@@ -163,8 +162,8 @@ int run_exec(const ExecOptions& opt) {
     auto model = onnx_import::import_file(opt.onnx, import_opt);
     if (!model) return fail(model.status());
     for (const auto& w : model->warnings) std::printf("[W] %s\n", w.c_str());
-    std::printf("[I] Imported %zu nodes in %.1f ms; building a %s engine\n", model->graph->nodes().size(),
-                ms_since(t0), gpu ? "CUDA" : "CPU");
+    std::printf("[I] Imported %zu nodes in %.1f ms; building a %s engine\n", model->graph->nodes().size(), ms_since(t0),
+                gpu ? "CUDA" : "CPU");
     const auto t1 = Clock::now();
     BuildReport report;
     BuildOptions build_opt;

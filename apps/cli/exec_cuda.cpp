@@ -95,7 +95,8 @@ Status iterate(Lane& lane, const ExecOptions& opt, Times* out) {
   Stream& s = *lane.stream;
   KILN_RETURN_IF_ERROR(lane.e0->record(s));
   if (!opt.no_data_transfers)
-    for (size_t i = 0; i < lane.dev_in.size(); ++i) KILN_RETURN_IF_ERROR(cuda::copy(lane.host_in[i], lane.dev_in[i], &s));
+    for (size_t i = 0; i < lane.dev_in.size(); ++i)
+      KILN_RETURN_IF_ERROR(cuda::copy(lane.host_in[i], lane.dev_in[i], &s));
   KILN_RETURN_IF_ERROR(lane.e1->record(s));
   const auto q0 = Clock::now();
   KILN_RETURN_IF_ERROR(lane.graph ? lane.graph->launch(s) : lane.ctx->enqueue(s));
@@ -185,9 +186,10 @@ int run_exec_cuda(const ExecOptions& opt, const std::shared_ptr<const EngineImpl
   for (Lane& lane : lanes)
     if (Status s = iterate(lane, opt, nullptr); !s.is_ok()) return exec_fail(s);
   if (auto memory = lanes[0].ctx->memory_report(); memory) {
-    std::printf("[I] Activation memory: %.2f MiB planned on the GPU for %d intermediates (%.2f MiB if each had its own)",
-                static_cast<double>(memory->planned_bytes) / (1 << 20), memory->planned_values,
-                static_cast<double>(memory->unplanned_bytes) / (1 << 20));
+    std::printf(
+        "[I] Activation memory: %.2f MiB planned on the GPU for %d intermediates (%.2f MiB if each had its own)",
+        static_cast<double>(memory->planned_bytes) / (1 << 20), memory->planned_values,
+        static_cast<double>(memory->unplanned_bytes) / (1 << 20));
     if (memory->dynamic_values > 0)
       std::printf("; %d more allocated while running (shapes known only then)", memory->dynamic_values);
     std::printf("\n");
@@ -266,10 +268,11 @@ int run_exec_cuda(const ExecOptions& opt, const std::shared_ptr<const EngineImpl
   std::printf("[I] Total GPU Compute Time: %g s\n", std::accumulate(compute.begin(), compute.end(), 0.0) / 1000.0);
   if (const CachingAllocator* cache = lanes[0].ctx->device_cache()) {
     const CacheStats st = cache->stats();
-    std::printf("[I] GPU memory of a context: peak %.2f MiB in use, %.2f MiB reserved; %zu allocations, %zu from "
-                "cudaMalloc\n",
-                static_cast<double>(st.peak_in_use_bytes) / (1 << 20), static_cast<double>(st.reserved_bytes) / (1 << 20),
-                st.allocations, st.upstream_allocations);
+    std::printf(
+        "[I] GPU memory of a context: peak %.2f MiB in use, %.2f MiB reserved; %zu allocations, %zu from "
+        "cudaMalloc\n",
+        static_cast<double>(st.peak_in_use_bytes) / (1 << 20), static_cast<double>(st.reserved_bytes) / (1 << 20),
+        st.allocations, st.upstream_allocations);
   }
   if (profiling) {
     if (!profile_inline) {

@@ -72,9 +72,9 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
     // A CUDA build runs a node no CUDA kernel takes on the host: a CPU kernel, else the reference one.
     if (!choice && options.backend == Backend::kCuda) {
       if (auto cpu = KernelRegistry::global().select(call, Backend::kCpu)) {
-        rep.warnings.push_back(str_cat("node '", path, n->name, "' (", n->op(), ") has no CUDA kernel and runs on the host (",
-                                       (*cpu)->name, "; its inputs are copied to the host and its outputs back): ",
-                                       choice.status().message()));
+        rep.warnings.push_back(str_cat(
+            "node '", path, n->name, "' (", n->op(), ") has no CUDA kernel and runs on the host (", (*cpu)->name,
+            "; its inputs are copied to the host and its outputs back): ", choice.status().message()));
         log_warning(rep.warnings.back());
         choice = TacticChoice{*cpu, "", -1};
         ++rep.host_fallbacks;

@@ -111,7 +111,7 @@ struct GpuTimer {
   std::unique_ptr<Stream> stream;
   std::unique_ptr<Event> start, stop;
   const std::vector<Tensor>* host_inputs = nullptr;  ///< the problem `inputs` were uploaded for
-  std::vector<Tensor> inputs;                         ///< on the GPU
+  std::vector<Tensor> inputs;                        ///< on the GPU
 };
 
 namespace {

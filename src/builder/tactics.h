@@ -27,8 +27,8 @@ struct TacticSearch {
   /// Candidates whose workspace (Kernel::workspace_bytes) exceeds this are not chosen; 0: no limit. At
   /// level 0 the first candidate that fits is chosen.
   uint64_t workspace_limit = 0;
-  int timed = 0, cached = 0;  ///< candidates measured and read from the cache so far
-  double timing_ms = 0;       ///< time spent measuring
+  int timed = 0, cached = 0;      ///< candidates measured and read from the cache so far
+  double timing_ms = 0;           ///< time spent measuring
   std::shared_ptr<GpuTimer> gpu;  ///< made on the first CUDA candidate timed
 };
 

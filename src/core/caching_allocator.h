@@ -16,11 +16,11 @@
 namespace kiln {
 
 struct CacheStats {
-  size_t in_use_bytes = 0;       ///< bytes asked for by blocks handed out and not yet freed
-  size_t peak_in_use_bytes = 0;  ///< the most in use at once (since the last reset_peak)
-  size_t reserved_bytes = 0;     ///< bytes held from upstream (in use plus cached, rounded to the bins)
-  size_t cached_bytes = 0;       ///< bytes of free blocks waiting in the bins
-  size_t allocations = 0;        ///< allocations handed out
+  size_t in_use_bytes = 0;          ///< bytes asked for by blocks handed out and not yet freed
+  size_t peak_in_use_bytes = 0;     ///< the most in use at once (since the last reset_peak)
+  size_t reserved_bytes = 0;        ///< bytes held from upstream (in use plus cached, rounded to the bins)
+  size_t cached_bytes = 0;          ///< bytes of free blocks waiting in the bins
+  size_t allocations = 0;           ///< allocations handed out
   size_t upstream_allocations = 0;  ///< of them, how many needed a new block from upstream
   size_t cache_hits = 0;            ///< of them, how many reused a freed block
   size_t cache_releases = 0;        ///< times the cache was emptied (upstream failures included)
@@ -53,8 +53,8 @@ class CachingAllocator final : public Allocator {
   Allocator& upstream_;
   size_t max_events_;
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_;           // block size -> block
-  std::unordered_map<void*, size_t> live_;      // block -> its size
+  std::multimap<size_t, void*> free_;             // block size -> block
+  std::unordered_map<void*, size_t> live_;        // block -> its size
   std::unordered_map<void*, size_t> live_asked_;  // block -> bytes asked for
   CacheStats stats_;
   std::vector<AllocationEvent> events_;

@@ -94,7 +94,9 @@ class CudaGraphExec final : public GraphExec {
     cudaGraphExecDestroy(exec_);
     cudaGraphDestroy(graph_);
   }
-  Status launch(Stream& stream) override { return cuda_status(cudaGraphLaunch(exec_, native(stream)), "cudaGraphLaunch"); }
+  Status launch(Stream& stream) override {
+    return cuda_status(cudaGraphLaunch(exec_, native(stream)), "cudaGraphLaunch");
+  }
 
  private:
   cudaGraph_t graph_;
@@ -144,8 +146,7 @@ bool gpu_available() {
 Result<std::unique_ptr<Stream>> create_stream(int device) {
   KILN_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
   cudaStream_t s = nullptr;
-  KILN_RETURN_IF_ERROR(
-      cuda_status(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"));
+  KILN_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"));
   return std::unique_ptr<Stream>(std::make_unique<CudaStream>(device, s));
 }
 
@@ -181,8 +182,8 @@ Status out_of_memory(int device, size_t bytes, std::string_view what) {
     memory = str_cat("the GPU has ", free >> 20, " MiB free of ", total >> 20, " MiB");
   cudaGetLastError();
   return Status(StatusCode::kOutOfMemory,
-                str_cat("out of GPU memory on cuda:", device, ": ", what, " asked for ", bytes, " bytes (",
-                        bytes >> 20, " MiB) and ", memory,
+                str_cat("out of GPU memory on cuda:", device, ": ", what, " asked for ", bytes, " bytes (", bytes >> 20,
+                        " MiB) and ", memory,
                         " after kiln released its cached blocks; use smaller input shapes or batches, fewer "
                         "execution contexts or streams, or stop other processes using the GPU"));
 }

@@ -156,8 +156,7 @@ std::string ContextImpl::capture_blocker() const {
 }
 
 Result<std::unique_ptr<cuda::GraphExec>> ContextImpl::capture_graph(Stream& stream) {
-  if (std::string why = capture_blocker(); !why.empty())
-    return unsupported("cannot capture a CUDA graph: ", why);
+  if (std::string why = capture_blocker(); !why.empty()) return unsupported("cannot capture a CUDA graph: ", why);
   const auto& inputs = engine_->graph().inputs();
   for (size_t i = 0; i < inputs.size(); ++i)
     if (input_set_[i] && inputs_[i].kind == ValueKind::kTensor && inputs_[i].tensor.defined() &&

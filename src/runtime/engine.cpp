@@ -172,8 +172,7 @@ std::string EngineImpl::inspect() const {
   std::string s;
   for (const PlanStep& st : plan_.steps)
     s += str_cat(st.node->name, " (", st.node->op(), "): ", st.impl ? st.impl->name : "host",
-                 st.tactic.empty() ? "" : "[" + st.tactic + "]", is_host_fallback(st) ? " (host fallback)" : "",
-                 "\n");
+                 st.tactic.empty() ? "" : "[" + st.tactic + "]", is_host_fallback(st) ? " (host fallback)" : "", "\n");
   return s;
 }
 

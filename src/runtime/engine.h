@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/cuda_runtime.h"
 #include "graph/engine_format.h"
 #include "graph/graph.h"
-#include "core/cuda_runtime.h"
 #include "kernels/registry.h"
 #include "runtime/memory_plan.h"
 
@@ -223,8 +223,8 @@ class ContextImpl {
   // Declared first so that it is destroyed last: the tensors below may hold its blocks.
   std::unique_ptr<CachingAllocator> device_cache_;
   std::unique_ptr<Stream> own_stream_;
-  std::unique_ptr<Event> done_;      ///< recorded at the end of each GPU run
-  void* last_stream_ = nullptr;      ///< the native stream of the last GPU run
+  std::unique_ptr<Event> done_;  ///< recorded at the end of each GPU run
+  void* last_stream_ = nullptr;  ///< the native stream of the last GPU run
   Device device_;
   std::shared_ptr<const EngineImpl> engine_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  ///< by step id

@@ -21,14 +21,15 @@
 namespace kiln {
 namespace {
 
-#define REQUIRE_GPU()                                                      \
-  if (!cuda::gpu_available()) {                                            \
+#define REQUIRE_GPU()                                                            \
+  if (!cuda::gpu_available()) {                                                  \
     GTEST_SKIP() << "skipped: no GPU (" << cuda::query_runtime().problem << ")"; \
   }
 
 std::vector<float> pattern(size_t n, int seed) {
   std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919 + static_cast<size_t>(seed) * 104729) % 23) / 23.f - 0.5f;
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>((i * 7919 + static_cast<size_t>(seed) * 104729) % 23) / 23.f - 0.5f;
   return v;
 }
 
