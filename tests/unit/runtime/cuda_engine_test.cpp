@@ -193,6 +193,17 @@ TEST(CudaEngine, PublicApiTakesGpuAndHostAddresses) {
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   ASSERT_TRUE((*stream)->synchronize().is_ok());
   expect_close(Tensor::view(y.data(), DataType::kFloat32, Dims{2, 10}), want, "public API");
+  // The output written into GPU memory instead.
+  auto dy = Tensor::empty(DataType::kFloat32, Dims{2, 10}, cuda::device_allocator(0));
+  ASSERT_TRUE(dy.is_ok());
+  ASSERT_TRUE((*ctx)->set_tensor_address("prob", dy->raw()).is_ok());
+  st = (*ctx)->enqueue(**stream);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  Tensor hy = *Tensor::empty(DataType::kFloat32, Dims{2, 10});
+  ASSERT_TRUE(cuda::copy(*dy, hy, stream->get()).is_ok());
+  ASSERT_TRUE((*stream)->synchronize().is_ok());
+  expect_close(hy, want, "GPU output address");
+  ASSERT_TRUE((*ctx)->set_tensor_address("prob", y.data(), y.size() * sizeof(float)).is_ok());
   // A host input address (copied up) and execute() on the context's own stream.
   std::fill(y.begin(), y.end(), -1.f);
   ASSERT_TRUE((*ctx)->set_tensor_address("image", x.raw()).is_ok());
