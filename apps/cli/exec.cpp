@@ -1,5 +1,6 @@
 #include "exec.h"
 
+#include "exec_cuda.h"
 #include "profile.h"
 #include "run_inputs.h"
 
@@ -17,6 +18,7 @@
 #include <sstream>
 
 #include "builder/builder.h"
+#include "core/cuda_runtime.h"
 #include "kernels/cpu/threads.h"
 #include "kiln/logger.h"
 #include "kiln/strings.h"
@@ -26,15 +28,18 @@
 #include "runtime/inspector.h"
 
 namespace kiln::cli {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-int fail(const Status& s) {
+int exec_fail(const Status& s) {
   std::fprintf(stderr, "kiln: error: %s\n", s.to_string().c_str());
   std::printf("&&&& FAILED kiln exec\n");
   return 1;
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int fail(const Status& s) { return exec_fail(s); }
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
@@ -45,6 +50,8 @@ double percentile(std::vector<double> sorted, double p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
 }
 
+}  // namespace
+
 std::string stats_line(const char* what, std::vector<double> v, const std::vector<double>& percentiles) {
   std::sort(v.begin(), v.end());
   const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -53,6 +60,8 @@ std::string stats_line(const char* what, std::vector<double> v, const std::vecto
   for (double p : percentiles) line += str_cat(", percentile(", p, "%) = ", percentile(v, p), " ms");
   return line;
 }
+
+namespace {
 
 nlohmann::json tensor_json(const std::string& name, const Tensor& t) {
   nlohmann::json values = nlohmann::json::array();
@@ -130,6 +139,20 @@ int run_exec(const ExecOptions& opt) {
     return fail(invalid_argument("--iterations and --avgRuns must be >= 1, --duration, --warmUp and --threads >= 0"));
   for (double p : opt.percentiles)
     if (!(p >= 0 && p <= 100)) return fail(invalid_argument("--percentile ", p, " is not in [0, 100]"));
+  // The device: asked for, else the GPU when one answers and kiln has CUDA.
+  const cuda::RuntimeInfo rt = cuda::query_runtime();
+  if (!opt.device.empty() && opt.device != "cuda" && opt.device != "cpu")
+    return fail(invalid_argument("--device '", opt.device, "': give cuda or cpu"));
+  if (opt.device == "cuda" && rt.gpus.empty())
+    return fail(Status(StatusCode::kDeviceError, str_cat("--device cuda: ", rt.problem, "; use --device cpu")));
+  const bool gpu = opt.device == "cuda" || (opt.device.empty() && !rt.gpus.empty());
+  if (gpu)
+    std::printf("[I] Device: cuda:0 (%s, compute capability %d.%d)%s\n", rt.gpus.front().name.c_str(),
+                rt.gpus.front().cc_major, rt.gpus.front().cc_minor, opt.device.empty() ? ", the default" : "");
+  else
+    std::printf("[I] Device: cpu%s\n", opt.device.empty() ? str_cat(" (the default: ", rt.problem, ")").c_str() : "");
+  if (!gpu && (opt.use_cuda_graph || opt.no_data_transfers || opt.streams != 1))
+    std::printf("[W] --useCudaGraph, --noDataTransfers and --streams apply to GPU engines only; ignored on the CPU\n");
   std::string bytes;
   if (!opt.onnx.empty()) {
     std::printf("=== Build ===\n[I] Importing %s\n", opt.onnx.c_str());
@@ -139,11 +162,12 @@ int run_exec(const ExecOptions& opt) {
     auto model = onnx_import::import_file(opt.onnx, import_opt);
     if (!model) return fail(model.status());
     for (const auto& w : model->warnings) std::printf("[W] %s\n", w.c_str());
-    std::printf("[I] Imported %zu nodes in %.1f ms; building a CPU engine\n", model->graph->nodes().size(),
-                ms_since(t0));
+    std::printf("[I] Imported %zu nodes in %.1f ms; building a %s engine\n", model->graph->nodes().size(), ms_since(t0),
+                gpu ? "CUDA" : "CPU");
     const auto t1 = Clock::now();
     BuildReport report;
     BuildOptions build_opt;
+    build_opt.backend = gpu ? Backend::kCuda : Backend::kCpu;
     build_opt.optimization_level = opt.optimization_level;
     build_opt.timing_cache_path = opt.timing_cache;
     for (const std::string& name : opt.disable_passes) {
@@ -172,6 +196,9 @@ int run_exec(const ExecOptions& opt) {
     if (!built) return fail(built.status());
     bytes = std::move(*built);
     for (const auto& w : report.warnings) std::printf("[W] %s\n", w.c_str());
+    if (report.host_fallbacks > 0)
+      std::printf("[W] %d layer%s without a CUDA kernel run%s on the host (host-fallback steps)\n",
+                  report.host_fallbacks, report.host_fallbacks > 1 ? "s" : "", report.host_fallbacks > 1 ? "" : "s");
     print_optimizer_report(report.optimizer);
     std::printf(
         "[I] Engine built in %.1f ms (%zu bytes); %d kernel candidates timed in %.1f ms, %d from the timing "
@@ -207,6 +234,14 @@ int run_exec(const ExecOptions& opt) {
   if (!opt.load_engine.empty())
     std::printf("[I] Loaded engine %s (%llu bytes, mapped) in %.2f ms\n", opt.load_engine.c_str(),
                 static_cast<unsigned long long>((*engine)->header().file_bytes), ms_since(load_start));
+  if (!opt.device.empty() && (*engine)->device().is_cuda() != gpu)
+    return fail(invalid_argument("--device ", opt.device, ": the engine runs on ", (*engine)->device().to_string(),
+                                 "; rebuild it for ", opt.device));
+  if ((*engine)->device().is_cuda()) {
+    auto inputs = make_inputs(**engine, opt.shapes, opt.load_inputs);
+    if (!inputs) return fail(inputs.status());
+    return run_exec_cuda(opt, *engine, *inputs);
+  }
   auto ctx = (*engine)->create_execution_context();
   if (!ctx) return fail(ctx.status());
   auto inputs = make_inputs(**engine, opt.shapes, opt.load_inputs);

@@ -27,6 +27,11 @@ struct ExecOptions {
   bool dump_profile = false;
   std::string export_profile, export_layer_info;
   std::string external_data_root;
+  std::string device;                 ///< "cuda" or "cpu"; empty: cuda when a GPU answers and kiln has CUDA, else cpu
+  bool no_data_transfers = false;     ///< GPU: leave out the host-device copies of inputs and outputs
+  bool use_cuda_graph = false;        ///< GPU: capture one inference into a CUDA graph and replay it
+  bool separate_profile_run = false;  ///< GPU: time layers in runs of their own, not in the timed runs
+  int streams = 1;                    ///< GPU: contexts running at once, each on its own stream
 };
 
 int run_exec(const ExecOptions& opt);

@@ -75,6 +75,16 @@ int run(int argc, char** argv) {
   exec->add_option("--exportProfile", exec_opt.export_profile, "write the per-layer times here (JSON)");
   exec->add_option("--exportLayerInfo", exec_opt.export_layer_info,
                    "write the engine's layers (kernels, shapes, memory) here (JSON)");
+  exec->add_option("--device", exec_opt.device,
+                   "cuda or cpu (default: cuda when a GPU answers and kiln has CUDA, else cpu)");
+  exec->add_flag("--noDataTransfers", exec_opt.no_data_transfers,
+                 "GPU: leave out the copies of inputs to and outputs from the GPU");
+  exec->add_flag("--useCudaGraph", exec_opt.use_cuda_graph,
+                 "GPU: capture one inference into a CUDA graph and replay it (warns and runs without when a layer "
+                 "runs on the host)");
+  exec->add_option("--streams", exec_opt.streams, "GPU: run this many contexts at once, each on its own stream");
+  exec->add_flag("--separateProfileRun", exec_opt.separate_profile_run,
+                 "GPU: time layers (--dumpProfile) in runs of their own, not during the timed runs");
   exec->add_flag("--verbose", verbose_log, "log kernel choices and rejections while building");
   exec->add_option("--external-data-root", exec_opt.external_data_root,
                    "a folder external data may also resolve into (default: only the model's folder)");

@@ -107,7 +107,9 @@ class ExecutionContext {
   /// The shape of the next runs for input `name`: the rank, every static dim and the profile's
   /// min/max must agree; the error names the input and the shape it accepts.
   Status set_input_shape(std::string_view name, const Dims& dims);
-  /// Binds an input or output to host memory by address (inputs are read in place, not copied).
+  /// Binds an input or output to memory by address. On the CPU inputs are read in place. An engine built
+  /// for CUDA takes GPU addresses (read and written in place) or host addresses (inputs copied to the GPU
+  /// through pinned staging, outputs copied back); which one is asked of CUDA (cudaPointerGetAttributes).
   /// `capacity_bytes` (optional, 0: unknown) lets the run check the memory is large enough.
   /// The memory must stay valid until the run that uses it has finished.
   Status set_tensor_address(std::string_view name, void* address, size_t capacity_bytes = 0);
@@ -123,14 +125,16 @@ class ExecutionContext {
   /// Per-layer times of every run go to `profiler` (nullptr: none); it must outlive the context's runs.
   void set_profiler(Profiler* profiler);
   Profiler* profiler() const;
-  /// Where the run allocates intermediates (nullptr: the default CPU allocator); it must be an
-  /// allocator for the engine's device and outlive the context.
+  /// Where the run allocates intermediates (nullptr: the default: the CPU allocator, or on a GPU the
+  /// context's own caching allocator); it must be an allocator for the engine's device and outlive the context.
   Status set_allocator(Allocator* allocator);
 
-  /// Runs once and returns when the outputs are written.
+  /// Runs once and returns when the outputs are written (a GPU engine runs on a stream of the context's own).
   Status execute();
-  /// Runs on `stream`. The CPU runtime is synchronous: the outputs are written when it returns, and
-  /// `input_consumed` (optional) is recorded on the stream once the inputs may be refilled.
+  /// Runs on `stream`, a CPU stream for CPU engines and a CUDA stream for engines built for CUDA.
+  /// The CPU runtime is synchronous: the outputs are written when it returns. On a GPU the work is queued
+  /// and enqueue returns (layers that run on the host wait for their inputs); the outputs are written once
+  /// the stream gets there. `input_consumed` (optional) is recorded on the stream once the inputs may be refilled.
   Status enqueue(Stream& stream, Event* input_consumed = nullptr);
 
  private:

@@ -69,6 +69,17 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
     const OpCall call = node_call(*n);
     std::vector<std::string> log;
     auto choice = choose_kernel(call, search, log);
+    // A CUDA build runs a node no CUDA kernel takes on the host: a CPU kernel, else the reference one.
+    if (!choice && options.backend == Backend::kCuda) {
+      if (auto cpu = KernelRegistry::global().select(call, Backend::kCpu)) {
+        rep.warnings.push_back(str_cat(
+            "node '", path, n->name, "' (", n->op(), ") has no CUDA kernel and runs on the host (", (*cpu)->name,
+            "; its inputs are copied to the host and its outputs back): ", choice.status().message()));
+        log_warning(rep.warnings.back());
+        choice = TacticChoice{*cpu, "", -1};
+        ++rep.host_fallbacks;
+      }
+    }
     if (!choice && options.reference_fallback && options.backend != Backend::kRef) {
       auto ref = KernelRegistry::global().select(call, Backend::kRef);
       if (ref) {
@@ -76,6 +87,7 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
             str_cat("node '", n->name, "' (", n->op(), ") runs on the reference kernel: ", choice.status().message()));
         log_warning(rep.warnings.back());
         choice = TacticChoice{*ref, "", -1};
+        if (options.backend == Backend::kCuda) ++rep.host_fallbacks;
       }
     }
     if (!choice) {

@@ -38,6 +38,9 @@ struct BuildReport {
   std::vector<std::string> choices;
   std::vector<std::string> warnings;
   int timed = 0, cached = 0;  ///< candidates measured, and read from the timing cache
+  /// Nodes of a CUDA build that no CUDA kernel accepts: they run on a CPU (or reference) kernel on the host,
+  /// their inputs copied down and outputs up (each named in a warning).
+  int host_fallbacks = 0;
   double timing_ms = 0;       ///< time spent measuring candidates
   OptimizerReport optimizer;  ///< what the passes changed and refused
 };

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <random>
 
+#include "core/cuda_runtime.h"
 #include "kernels/cpu/threads.h"
 
 namespace kiln {
@@ -17,7 +18,7 @@ constexpr size_t kMaxTimingBytes = size_t{1} << 30;  // problems larger than thi
 
 // Why the problem cannot be timed on random inputs (empty: it can).
 std::string untimeable(const OpCall& call, Backend backend) {
-  if (backend == Backend::kCuda) return "CUDA kernels are not timed yet";
+  if (backend == Backend::kCuda && !cuda::gpu_available()) return "no GPU answers to time CUDA kernels on";
   size_t bytes = 0;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const TensorDesc& d = call.inputs[i];
@@ -95,13 +96,101 @@ Result<Timing> time_candidate(const OpCall& call, const KernelImpl& impl, const 
   return Timing{times[times.size() / 2], kernel->workspace_bytes()};
 }
 
+// CUDA candidates: inputs uploaded once per problem, a warm-up run, then runs timed with CUDA events on one
+// stream; the median counts, as on the CPU.
+Result<Timing> time_cuda_candidate(const OpCall& call, const KernelImpl& impl, const std::vector<Tensor>& inputs,
+                                   int level, uint64_t workspace_limit, GpuTimer& gpu);
+
 std::string candidate_name(const KernelImpl& impl, const std::string& tactic) {
   return tactic.empty() ? impl.name : str_cat(impl.name, "[", tactic, "]");
 }
 
 }  // namespace
 
+struct GpuTimer {
+  std::unique_ptr<Stream> stream;
+  std::unique_ptr<Event> start, stop;
+  const std::vector<Tensor>* host_inputs = nullptr;  ///< the problem `inputs` were uploaded for
+  std::vector<Tensor> inputs;                        ///< on the GPU
+};
+
+namespace {
+
+Result<GpuTimer*> gpu_timer(TacticSearch& search) {
+  if (!search.gpu) {
+    auto gpu = std::make_shared<GpuTimer>();
+    KILN_ASSIGN_OR_RETURN(gpu->stream, create_stream(Device::cuda(0)));
+    KILN_ASSIGN_OR_RETURN(gpu->start, create_event(Device::cuda(0)));
+    KILN_ASSIGN_OR_RETURN(gpu->stop, create_event(Device::cuda(0)));
+    search.gpu = std::move(gpu);
+  }
+  return search.gpu.get();
+}
+
+Status upload_timing_inputs(const std::vector<Tensor>& host, GpuTimer& gpu) {
+  if (gpu.host_inputs == &host) return Status::ok();
+  gpu.inputs.clear();
+  for (const Tensor& t : host) {
+    if (!t.defined()) {
+      gpu.inputs.emplace_back();
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor c, t.contiguous());
+    KILN_ASSIGN_OR_RETURN(Tensor d, Tensor::empty(c.dtype(), c.dims(), cuda::device_allocator(0), "timing input"));
+    KILN_RETURN_IF_ERROR(cuda::copy(c, d));
+    gpu.inputs.push_back(std::move(d));
+  }
+  gpu.host_inputs = &host;
+  return Status::ok();
+}
+
+Result<Timing> time_cuda_candidate(const OpCall& call, const KernelImpl& impl, const std::vector<Tensor>& inputs,
+                                   int level, uint64_t workspace_limit, GpuTimer& gpu) {
+  KILN_RETURN_IF_ERROR(upload_timing_inputs(inputs, gpu));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, impl.create(call));
+  Allocator& alloc = cuda::device_allocator(0);
+  std::vector<Tensor> dst;
+  for (const TensorDesc& d : call.outputs) {
+    KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(d.dtype, d.dims, alloc, "timing output"));
+    dst.push_back(std::move(t));
+  }
+  Stream& stream = *gpu.stream;
+  const int min_runs = 1 + level;
+  const double min_ms = 0.5 * level * level;
+  std::vector<double> times;
+  double total = 0;
+  for (int run = -1; run < min_runs || (total < min_ms && run < 200); ++run) {
+    KernelContext ctx{call, gpu.inputs, dst, stream, alloc};
+    if (run < 0) {  // warm-up: library plans, algorithm choice, lazy module loading; tells the workspace
+      KILN_RETURN_IF_ERROR(kernel->run(ctx));
+      KILN_RETURN_IF_ERROR(stream.synchronize());
+      if (workspace_limit > 0 && kernel->workspace_bytes() > workspace_limit)
+        return Status(StatusCode::kOutOfMemory, str_cat("needs ", kernel->workspace_bytes(),
+                                                        " bytes of workspace, over the limit of ", workspace_limit));
+      continue;
+    }
+    KILN_RETURN_IF_ERROR(gpu.start->record(stream));
+    Status st = kernel->run(ctx);
+    KILN_RETURN_IF_ERROR(gpu.stop->record(stream));
+    KILN_RETURN_IF_ERROR(gpu.stop->synchronize());
+    KILN_RETURN_IF_ERROR(st);
+    KILN_ASSIGN_OR_RETURN(float ms, gpu.stop->elapsed_ms_since(*gpu.start));
+    times.push_back(ms);
+    total += ms;
+  }
+  std::sort(times.begin(), times.end());
+  return Timing{times[times.size() / 2], kernel->workspace_bytes()};
+}
+
+}  // namespace
+
 std::string timing_device(Backend backend) {
+  if (backend == Backend::kCuda) {
+    const cuda::RuntimeInfo rt = cuda::query_runtime();
+    if (rt.gpus.empty()) return "cuda (no GPU)";
+    const cuda::GpuInfo& g = rt.gpus.front();
+    return str_cat("cuda ", g.name, ", compute capability ", g.cc_major, ".", g.cc_minor);
+  }
   std::string model = "unknown CPU";
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);)
@@ -169,11 +258,19 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
         auto made = timing_inputs(call);
         if (!made) return candidates.front();
         inputs = std::move(*made);
+        if (search.gpu) search.gpu->host_inputs = nullptr;  // a new problem: its inputs go up once
       }
       OpCall with_tactic = call;
       with_tactic.tactic = c.tactic;
       const auto t0 = Clock::now();
-      auto timing = time_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit);
+      Result<Timing> timing = Status(StatusCode::kInternal, "not timed");
+      if (c.impl->backend == Backend::kCuda) {
+        auto gpu = gpu_timer(search);
+        timing = gpu ? time_cuda_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit, **gpu)
+                     : Result<Timing>(gpu.take_status());
+      } else {
+        timing = time_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit);
+      }
       search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       if (!timing) {
         log.push_back(str_cat(candidate_name(*c.impl, c.tactic), " is not chosen: ", timing.status().message()));

@@ -2,6 +2,7 @@
 // Kernel selection: every implementation that accepts a node's problem, with each of its tactics, is a
 // candidate; above optimization level 0 the candidates are timed (or their times read from the timing
 // cache) and the fastest is kept.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ struct TacticChoice {
   double ms = -1;  ///< measured or cached time; -1 when not timed
 };
 
+struct GpuTimer;  // a stream and events to time CUDA candidates with (tactics.cpp)
+
 struct TacticSearch {
   Backend backend = Backend::kCpu;
   int level = 3;                 ///< 0: the first accepted candidate; 1-5: time them, longer at higher levels
@@ -24,8 +27,9 @@ struct TacticSearch {
   /// Candidates whose workspace (Kernel::workspace_bytes) exceeds this are not chosen; 0: no limit. At
   /// level 0 the first candidate that fits is chosen.
   uint64_t workspace_limit = 0;
-  int timed = 0, cached = 0;  ///< candidates measured and read from the cache so far
-  double timing_ms = 0;       ///< time spent measuring
+  int timed = 0, cached = 0;      ///< candidates measured and read from the cache so far
+  double timing_ms = 0;           ///< time spent measuring
+  std::shared_ptr<GpuTimer> gpu;  ///< made on the first CUDA candidate timed
 };
 
 /// The candidate to run `call` with; an error lists why every implementation rejected it.
@@ -36,7 +40,8 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
 std::string timing_key(const OpCall& call, const KernelImpl& impl, const std::string& tactic,
                        const std::string& device);
 
-/// The machine times are valid for: "cpu <model name>, <n> threads".
+/// The machine times are valid for: "cpu <model name>, <n> threads", or for CUDA "cuda <GPU name>, compute
+/// capability <major>.<minor>".
 std::string timing_device(Backend backend);
 
 }  // namespace kiln

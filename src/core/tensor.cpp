@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/cuda_runtime.h"
+
 namespace kiln {
 
 Buffer::Buffer(void* data, size_t bytes, Device device, Allocator* owner)
@@ -36,6 +38,8 @@ Result<size_t> checked_bytes(DataType dtype, const Dims& dims) {
 Result<Tensor> Tensor::empty(DataType dtype, const Dims& dims, Allocator& allocator, std::string_view tag) {
   KILN_ASSIGN_OR_RETURN(size_t bytes, checked_bytes(dtype, dims));
   void* p = allocator.allocate(bytes, 64, tag);
+  if (!p && allocator.device().is_cuda())
+    return cuda::out_of_memory(allocator.device().index, bytes, str_cat(tag, " ", dims.to_string()));
   if (!p)
     return Status(StatusCode::kOutOfMemory, str_cat("out of memory allocating ", bytes, " bytes for ", tag, " ",
                                                     dims.to_string(), " on ", allocator.device().to_string()));

@@ -45,6 +45,12 @@ void Scope::put(const Value* v, RuntimeValue value) {
 }
 
 ContextImpl::ContextImpl(std::shared_ptr<const EngineImpl> engine) : engine_(std::move(engine)) {
+  device_ = engine_->device();
+  if (device_.is_cuda()) {
+    // A cache of its own: its blocks are reused in the order of the context's stream, never by another stream.
+    device_cache_ = cuda::make_device_cache(device_.index);
+    allocator_ = device_cache_.get();
+  }
   kernels_.resize(static_cast<size_t>(engine_->step_count()));
   for (const PlanStep& st : engine_->plan().steps) {
     if (!st.impl) continue;
@@ -56,6 +62,19 @@ ContextImpl::ContextImpl(std::shared_ptr<const EngineImpl> engine) : engine_(std
   input_set_.assign(ins, 0);
   outputs_.resize(outs);
   output_set_.assign(outs, 0);
+}
+
+ContextImpl::~ContextImpl() {
+  if (done_) (void)done_->synchronize();  // the GPU may still use the memory freed below
+  kernels_.clear();
+  inputs_.clear();
+  outputs_.clear();
+  own_block_ = Tensor();
+  // Outputs handed out may still hold blocks of the cache: then it stays (its cached blocks given back).
+  if (device_cache_ && device_cache_->stats().in_use_blocks > 0) {
+    device_cache_->release_cache();
+    (void)device_cache_.release();
+  }
 }
 
 Result<Kernel*> ContextImpl::kernel_for(const PlanStep& step) {
@@ -104,7 +123,17 @@ Status ContextImpl::set_input_value(const std::string& name, RuntimeValue value)
     if (in->dims[i] >= 0 && in->dims[i] != t.dims()[i])
       return invalid_argument("input '", name, "' must have shape ", in->dims.to_string(), " but has ",
                               t.dims().to_string(), " (dim ", i, " differs)");
-  if (!t.device().is_cpu()) return unsupported("input '", name, "': this engine runs on the CPU; give a host tensor");
+  if (!t.device().is_cpu()) {
+    if (t.device() != device_)
+      return unsupported("input '", name, "' is a ", t.device().to_string(), " tensor but this engine runs on ",
+                         device_.to_string(), "; give a host tensor",
+                         device_.is_cuda() ? str_cat(" or one on ", device_.to_string()) : std::string());
+    if (!t.is_contiguous())
+      return invalid_argument("input '", name, "' is a non-contiguous GPU tensor; give a contiguous one");
+    inputs_[index] = RuntimeValue::of(t);
+    input_set_[index] = 1;
+    return Status::ok();
+  }
   KILN_ASSIGN_OR_RETURN(Tensor c, t.contiguous());
   inputs_[index] = RuntimeValue::of(std::move(c));
   input_set_[index] = 1;
@@ -213,6 +242,7 @@ Result<MemoryReport> ContextImpl::memory_report() {
 Status ContextImpl::run_static(const PlanStep& step, const OpCall& call, Scope& scope, Stream& stream) {
   const Node& node = *step.node;
   KILN_ASSIGN_OR_RETURN(Kernel * kernel, kernel_for(step));
+  const bool device = on_device(step);
   std::vector<Tensor> src;
   src.reserve(call.inputs.size());
   for (int i : step.in) {
@@ -220,23 +250,32 @@ Status ContextImpl::run_static(const PlanStep& step, const OpCall& call, Scope& 
       src.emplace_back();
       continue;
     }
-    const RuntimeValue* v = scope.at(i);
+    RuntimeValue* v = scope.at(i);
     if (!v || v->kind != ValueKind::kTensor)
       return internal_error("input slot ", i, " has no tensor").with_node(node.context());
-    src.push_back(v->tensor);
+    if (!device_.is_cuda()) {
+      src.push_back(v->tensor);
+      continue;
+    }
+    auto t = fetch(*v, device, stream);
+    if (!t) return t.take_status().with_node(node.context());
+    src.push_back(std::move(*t));
   }
   src.resize(call.inputs.size());
   std::vector<Tensor> dst;
   dst.reserve(call.outputs.size());
+  // A host step of a GPU engine writes host tensors; they move to the GPU when a GPU step reads them.
+  const bool host_fallback = device_.is_cuda() && !device;
+  Allocator& alloc = host_fallback ? cpu_allocator() : *allocator_;
   char* block = static_cast<char*>(user_block_ ? user_block_ : own_block_.raw());
   for (size_t o = 0; o < call.outputs.size(); ++o) {
     const TensorDesc& d = call.outputs[o];
     const int64_t off = spec_->offset[step.out[o]];
-    if (off >= 0) {
-      dst.push_back(Tensor::view(block + off, d.dtype, d.dims));
+    if (off >= 0 && !host_fallback) {
+      dst.push_back(Tensor::view(block + off, d.dtype, d.dims, device_));
       continue;
     }
-    auto t = Tensor::empty(d.dtype, d.dims, *allocator_, node.name);
+    auto t = Tensor::empty(d.dtype, d.dims, alloc, node.name);
     if (!t) return t.take_status().with_node(node.context());
     dst.push_back(std::move(*t));
   }
@@ -246,7 +285,9 @@ Status ContextImpl::run_static(const PlanStep& step, const OpCall& call, Scope& 
 // Runs the step's kernel on `src` into `dst` and puts the outputs in their slots.
 Status ContextImpl::run_and_store(Kernel& kernel, const PlanStep& step, const OpCall& call, std::vector<Tensor> src,
                                   std::vector<Tensor> dst, Scope& scope, Stream& stream) {
-  KernelContext ctx{call, std::move(src), std::move(dst), stream, *allocator_};
+  const bool host_fallback = device_.is_cuda() && !on_device(step);
+  KernelContext ctx{call, std::move(src), std::move(dst), host_fallback ? cpu_stream() : stream,
+                    host_fallback ? cpu_allocator() : *allocator_};
   Status st = kernel.run(ctx);
   if (!st.is_ok()) return std::move(st).with_node(step.node->context());
   for (size_t o = 0; o < step.out.size() && o < ctx.dst.size(); ++o)
@@ -259,6 +300,7 @@ Status ContextImpl::run_kernel(const PlanStep& step, Scope& scope, Stream& strea
   const Node& node = *step.node;
   KILN_ASSIGN_OR_RETURN(Kernel * kernel, kernel_for(step));
   OpCall call{node.schema, node.attrs.get(), {}, {}};
+  const bool device = on_device(step);
   std::vector<Tensor> src;
   std::vector<const Tensor*> values;
   for (size_t k = 0; k < step.in.size(); ++k) {
@@ -268,27 +310,51 @@ Status ContextImpl::run_kernel(const PlanStep& step, Scope& scope, Stream& strea
       src.emplace_back();
       continue;
     }
-    const RuntimeValue* v = scope.at(i);
+    RuntimeValue* v = scope.at(i);
     const Value* in = node.inputs[k];
     if (!v) return internal_error("input '", in->name, "' has no value").with_node(node.context());
     if (v->kind != ValueKind::kTensor)
       return invalid_argument("input '", in->name, "' is a ", value_kind_name(v->kind), "; a tensor is needed")
           .with_node(node.context());
     call.inputs.push_back({v->tensor.dtype(), v->tensor.dims(), true});
-    src.push_back(v->tensor);
+    if (!device_.is_cuda()) {
+      src.push_back(v->tensor);
+      continue;
+    }
+    auto t = fetch(*v, device, stream);
+    if (!t) return t.take_status().with_node(node.context());
+    src.push_back(std::move(*t));
   }
   values.reserve(src.size());
   for (const Tensor& t : src) values.push_back(t.defined() ? &t : nullptr);
+  // Shape inference reads values on the host: GPU tensors it must read (value inputs) are copied down.
+  std::vector<Tensor> host_values;
+  if (device_.is_cuda()) {
+    host_values.resize(src.size());
+    for (size_t k = 0; k < src.size(); ++k) {
+      if (!values[k] || src[k].device().is_cpu()) continue;
+      values[k] = nullptr;
+      const auto& vi = node.schema->value_inputs;
+      if (std::find(vi.begin(), vi.end(), static_cast<int>(k)) == vi.end()) continue;
+      RuntimeValue copy = RuntimeValue::of(src[k]);
+      Status st = to_host(copy, stream);
+      if (st.is_ok()) st = stream.synchronize();
+      if (!st.is_ok()) return std::move(st).with_node(node.context());
+      host_values[k] = copy.tensor;
+      values[k] = &host_values[k];
+    }
+  }
   auto outs = node.schema->infer_outputs(InferContext(*node.attrs, call.inputs, values));
   if (!outs) return outs.take_status().with_node(node.context());
   call.outputs = *outs;
   pad_optional_inputs(*node.schema, call.inputs, src);
   std::vector<Tensor> dst;
+  Allocator& alloc = device_.is_cuda() && !device ? cpu_allocator() : *allocator_;
   for (const TensorDesc& d : call.outputs) {
     if (!d.dims.is_static())
       return internal_error("output shape ", d.dims.to_string(), " is still unknown at run time")
           .with_node(node.context());
-    auto t = Tensor::empty(d.dtype, d.dims, *allocator_, node.name);
+    auto t = Tensor::empty(d.dtype, d.dims, alloc, node.name);
     if (!t) return t.take_status().with_node(node.context());
     dst.push_back(std::move(*t));
   }
@@ -301,6 +367,7 @@ Status ContextImpl::run_plan(const GraphPlan& plan, Scope& scope, Stream& stream
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlanStep& step = plan.steps[s];
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (!step.impl && device_.is_cuda()) KILN_RETURN_IF_ERROR(inputs_to_host(step, scope, stream));
     Status st = !step.impl                      ? run_host_op(*this, step, scope, stream, depth)
                 : top && spec_->calls[s].schema ? run_static(step, spec_->calls[s], scope, stream)
                                                 : run_kernel(step, scope, stream);
@@ -345,11 +412,25 @@ Result<std::vector<RuntimeValue>> ContextImpl::call_subgraph(const PlanStep& ste
     const RuntimeValue* v = local.at(plan.output_slots[i]);
     if (!v) return fail(internal_error("output '", g.outputs()[i]->name, "' was not computed"));
     out.push_back(*v);
+    if (device_.is_cuda())
+      if (Status st = to_host(out.back(), stream); !st.is_ok()) return fail(st);
   }
+  // The host op that called reads the results now.
+  if (device_.is_cuda())
+    if (Status st = stream.synchronize(); !st.is_ok()) return fail(st);
   return out;
 }
 
 Status ContextImpl::execute(Stream& stream) {
+  if (!device_.is_cuda()) return enqueue(stream);
+  Stream& s = stream.device().is_cuda() ? stream : own_stream();
+  KILN_RETURN_IF_ERROR(enqueue(s));
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (output_set_[i]) KILN_RETURN_IF_ERROR(to_host(outputs_[i], s));
+  return s.synchronize();
+}
+
+Status ContextImpl::enqueue(Stream& stream, Event* input_consumed) {
   const GraphPlan& plan = engine_->plan();
   const auto& inputs = engine_->graph().inputs();
   std::vector<Dims> dims;
@@ -377,14 +458,36 @@ Status ContextImpl::execute(Stream& stream) {
   if (threads_ > 0) set_cpu_threads(threads_);
   Scope scope(plan);
   for (const auto& [slot, t] : plan.constants) scope.put(slot, RuntimeValue::of(t));
-  for (size_t i = 0; i < inputs.size(); ++i) scope.put(plan.input_slots[i], inputs_[i]);
+  if (!device_.is_cuda()) {
+    for (size_t i = 0; i < inputs.size(); ++i) scope.put(plan.input_slots[i], inputs_[i]);
+    KILN_RETURN_IF_ERROR(run_plan(plan, scope, stream, 0));
+    for (size_t i = 0; i < plan.output_slots.size(); ++i) {
+      const RuntimeValue* v = scope.at(plan.output_slots[i]);
+      output_set_[i] = v ? 1 : 0;
+      if (v) outputs_[i] = *v;
+    }
+    KILN_RETURN_IF_ERROR(stream.synchronize());
+    return input_consumed ? input_consumed->record(stream) : Status::ok();
+  }
+  // On the GPU: nothing waits for the stream unless a step needs host data.
+  KILN_RETURN_IF_ERROR(prepare_run(stream));
+  const bool capturing = cuda::is_capturing(stream);
+  KILN_ASSIGN_OR_RETURN(const auto* constants, engine_->device_constants());
+  for (const auto& [slot, t] : *constants) scope.put(slot, RuntimeValue::of(t));
+  bool all_copied = false;
+  KILN_RETURN_IF_ERROR(upload_inputs(scope, stream, all_copied));
+  if (input_consumed && all_copied && !capturing) KILN_RETURN_IF_ERROR(input_consumed->record(stream));
   KILN_RETURN_IF_ERROR(run_plan(plan, scope, stream, 0));
   for (size_t i = 0; i < plan.output_slots.size(); ++i) {
     const RuntimeValue* v = scope.at(plan.output_slots[i]);
     output_set_[i] = v ? 1 : 0;
     if (v) outputs_[i] = *v;
   }
-  return stream.synchronize();
+  if (capturing) return Status::ok();
+  if (input_consumed && !all_copied) KILN_RETURN_IF_ERROR(input_consumed->record(stream));
+  KILN_RETURN_IF_ERROR(done_->record(stream));
+  last_stream_ = stream.native_handle();
+  return Status::ok();
 }
 
 Result<RuntimeValue> ContextImpl::output_value(const std::string& name) const {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cuda_runtime.h"
 #include "core/mapped_file.h"
 #include "runtime/engine_file.h"
 
@@ -135,6 +136,15 @@ Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_vi
   } catch (const nlohmann::json::exception& e) {
     return invalid_argument("the engine plan is malformed (", e.what(), "); rebuild the engine from the model");
   }
+  if (auto it = engine->header_.extra.find("backend"); it != engine->header_.extra.end() && it->second == "cuda")
+    engine->device_ = Device::cuda(0);
+  std::function<void(const GraphPlan&)> count = [&](const GraphPlan& p) {
+    for (const PlanStep& st : p.steps) {
+      if (engine->is_host_fallback(st)) ++engine->host_fallbacks_;
+      for (const GraphPlan& sub : st.subplans) count(sub);
+    }
+  };
+  count(engine->plan_);
   return std::shared_ptr<const EngineImpl>(engine);
 }
 
@@ -162,8 +172,32 @@ std::string EngineImpl::inspect() const {
   std::string s;
   for (const PlanStep& st : plan_.steps)
     s += str_cat(st.node->name, " (", st.node->op(), "): ", st.impl ? st.impl->name : "host",
-                 st.tactic.empty() ? "" : "[" + st.tactic + "]", "\n");
+                 st.tactic.empty() ? "" : "[" + st.tactic + "]", is_host_fallback(st) ? " (host fallback)" : "", "\n");
   return s;
+}
+
+Result<const std::vector<std::pair<int, Tensor>>*> EngineImpl::device_constants() const {
+  std::lock_guard lock(upload_mu_);
+  if (uploaded_) return &device_constants_;
+  // Only constants a GPU step reads go up; the rest (read by host steps only) stay where they are.
+  std::vector<char> read_on_gpu(static_cast<size_t>(plan_.slot_count), 0);
+  for (const PlanStep& st : plan_.steps)
+    if (st.impl && st.impl->backend == Backend::kCuda)
+      for (int i : st.in)
+        if (i >= 0) read_on_gpu[i] = 1;
+  std::vector<std::pair<int, Tensor>> up;
+  for (const auto& [slot, host] : plan_.constants) {
+    if (!read_on_gpu[slot] || host.dtype() == DataType::kString) continue;
+    // Engine weights live as long as the engine: they come from the device's plain allocator, not a cache.
+    KILN_ASSIGN_OR_RETURN(Tensor c, host.contiguous());
+    KILN_ASSIGN_OR_RETURN(Tensor d, Tensor::empty(c.dtype(), c.dims(), cuda::raw_device_allocator(device_.index),
+                                                  "engine constant " + plan_.value_of[slot]->name));
+    KILN_RETURN_IF_ERROR(cuda::copy(c, d));
+    up.emplace_back(slot, std::move(d));
+  }
+  device_constants_ = std::move(up);
+  uploaded_ = true;
+  return &device_constants_;
 }
 
 Result<std::unique_ptr<ContextImpl>> EngineImpl::create_execution_context() const {

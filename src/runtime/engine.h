@@ -4,10 +4,12 @@
 // activation memory. The engine holds a flat plan per graph: steps with input and output slots.
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/cuda_runtime.h"
 #include "graph/engine_format.h"
 #include "graph/graph.h"
 #include "kernels/registry.h"
@@ -101,6 +103,18 @@ class EngineImpl : public std::enable_shared_from_this<EngineImpl> {
   /// Steps in all plans (the number of kernel instances a context holds).
   int step_count() const { return step_count_; }
 
+  /// Where the engine runs: the CPU, or the GPU it was built for (the header's backend "cuda").
+  Device device() const { return device_; }
+  /// True for a step of a GPU engine whose kernel runs on the host (no CUDA kernel accepted its node):
+  /// its inputs are copied to the host and its outputs back to the GPU as they are needed.
+  bool is_host_fallback(const PlanStep& step) const {
+    return device_.is_cuda() && step.impl && step.impl->backend != Backend::kCuda;
+  }
+  /// Host-fallback steps in all plans.
+  int host_fallback_count() const { return host_fallbacks_; }
+  /// The top-level constants on the engine's GPU, uploaded once on first use (thread-safe), by slot.
+  Result<const std::vector<std::pair<int, Tensor>>*> device_constants() const;
+
  private:
   EngineHeader header_;
   std::unique_ptr<Graph> graph_;
@@ -108,6 +122,11 @@ class EngineImpl : public std::enable_shared_from_this<EngineImpl> {
   Tensor prepared_;  ///< the prepared section that steps' `prepared` views point into
   GraphPlan plan_;
   int step_count_ = 0;
+  Device device_;
+  int host_fallbacks_ = 0;
+  mutable std::mutex upload_mu_;
+  mutable bool uploaded_ = false;
+  mutable std::vector<std::pair<int, Tensor>> device_constants_;
 };
 
 /// Activation memory of a context for its current input shapes.
@@ -121,13 +140,30 @@ struct MemoryReport {
 class ContextImpl {
  public:
   explicit ContextImpl(std::shared_ptr<const EngineImpl> engine);
-  /// Binds a host tensor to a graph input; dtype and rank must match, static dims must agree.
-  /// The tensor is not copied when it is contiguous: keep its memory alive and unchanged until execute returns.
+  ~ContextImpl();
+  ContextImpl(const ContextImpl&) = delete;
+  ContextImpl& operator=(const ContextImpl&) = delete;
+  /// Binds a tensor to a graph input; dtype and rank must match, static dims must agree. A host tensor is
+  /// not copied when it is contiguous: keep its memory alive and unchanged until execute returns (on a GPU
+  /// engine, until the run's input-consumed event). A GPU engine also takes a tensor on its GPU, used in place.
   Status set_input(const std::string& name, Tensor value);
   /// Binds a sequence or optional (or a tensor) to a graph input of that kind.
   Status set_input_value(const std::string& name, RuntimeValue value);
-  /// Runs every step; shapes are planned once per set of input shapes.
+  /// Runs every step; shapes are planned once per set of input shapes. Outputs are host tensors when it returns.
+  /// A GPU engine given a CPU stream runs on a stream of the context's own.
   Status execute(Stream& stream = cpu_stream());
+  /// Queues every step on `stream`. On the CPU this is execute. On a GPU engine it returns once the work is
+  /// queued (steps that need host data wait for it); outputs may then be GPU tensors, valid once the stream
+  /// reaches them. `input_consumed` is recorded once the inputs may be refilled.
+  Status enqueue(Stream& stream, Event* input_consumed = nullptr);
+  /// Captures one enqueue on `stream` into a CUDA graph (the inputs must be bound as GPU tensors, which the
+  /// graph reads in place). Replaying it recomputes the outputs this context holds; run nothing else on the
+  /// context while the graph is used. An error names the step that cannot be captured (a host step).
+  Result<std::unique_ptr<cuda::GraphExec>> capture_graph(Stream& stream);
+  /// The first step that cannot run inside a CUDA graph (a host op or host-fallback step), or "".
+  std::string capture_blocker() const;
+  /// The device memory cache of a GPU context (its activation block, intermediates, input copies), or null.
+  CachingAllocator* device_cache() const { return device_cache_.get(); }
   Result<Tensor> output(const std::string& name) const;
   /// Any output, including sequences and optionals.
   Result<RuntimeValue> output_value(const std::string& name) const;
@@ -170,7 +206,26 @@ class ContextImpl {
   Status run_and_store(Kernel& kernel, const PlanStep& step, const OpCall& call, std::vector<Tensor> src,
                        std::vector<Tensor> dst, Scope& scope, Stream& stream);
   Result<Kernel*> kernel_for(const PlanStep& step);
+  // GPU engines (device_transfer.cpp): values move between host and device as steps need them.
+  bool on_device(const PlanStep& step) const { return device_.is_cuda() && step.impl->backend == Backend::kCuda; }
+  Status to_device(RuntimeValue& value, Stream& stream);
+  Status to_host(RuntimeValue& value, Stream& stream);
+  /// The tensor of `value` where a step needs it (on the GPU or the host): moved there first, and the moved
+  /// copy kept in `value` for later readers.
+  Result<Tensor> fetch(RuntimeValue& value, bool device, Stream& stream);
+  /// Moves every input of a host op to the host (waits for the stream).
+  Status inputs_to_host(const PlanStep& step, Scope& scope, Stream& stream);
+  /// The graph inputs as scope values on the GPU: device tensors in place, host tensors copied (staged).
+  Status upload_inputs(Scope& scope, Stream& stream, bool& all_copied);
+  Status prepare_run(Stream& stream);
+  Stream& own_stream();
 
+  // Declared first so that it is destroyed last: the tensors below may hold its blocks.
+  std::unique_ptr<CachingAllocator> device_cache_;
+  std::unique_ptr<Stream> own_stream_;
+  std::unique_ptr<Event> done_;  ///< recorded at the end of each GPU run
+  void* last_stream_ = nullptr;  ///< the native stream of the last GPU run
+  Device device_;
   std::shared_ptr<const EngineImpl> engine_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  ///< by step id
   std::vector<RuntimeValue> inputs_;              ///< by graph input

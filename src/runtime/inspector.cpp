@@ -32,6 +32,7 @@ std::string layer_info_json(const EngineImpl& engine, ContextImpl* ctx) {
     if (const std::string detail = ctx ? ctx->kernel_detail(st) : std::string(); !detail.empty())
       layer["Implementation"] = detail;
     if (st.prepared.defined()) layer["PreparedBytes"] = st.prepared.nbytes();
+    if (engine.is_host_fallback(st)) layer["HostFallback"] = true;  // no CUDA kernel: runs on the host
     for (size_t i = 0; i < st.in.size(); ++i)
       if (st.in[i] >= 0) layer["Inputs"].push_back(tensor_json(*st.node->inputs[i], desc(st.in[i])));
     for (size_t i = 0; i < st.out.size(); ++i)
@@ -47,6 +48,8 @@ std::string layer_info_json(const EngineImpl& engine, ContextImpl* ctx) {
     bindings.back()["Mode"] = "output";
   }
   nlohmann::json out = {{"Layers", layers}, {"Bindings", bindings}, {"KilnVersion", engine.header().kiln_version}};
+  out["Device"] = engine.device().to_string();
+  if (engine.device().is_cuda()) out["HostFallbackLayers"] = engine.host_fallback_count();
   if (!engine.optimizer_report().empty()) {
     auto optimizer = nlohmann::json::parse(engine.optimizer_report(), nullptr, false);
     if (!optimizer.is_discarded()) out["Optimizer"] = std::move(optimizer);

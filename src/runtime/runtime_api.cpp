@@ -187,7 +187,47 @@ struct ExecutionContext::State {
   std::unique_ptr<ContextImpl> impl;
   std::map<std::string, Binding, std::less<>> bindings;
   Profiler* profiler = nullptr;
+  std::unique_ptr<Stream> stream;  // execute() of a GPU engine runs here
 };
+
+namespace {
+
+// A copy from a pinned staging buffer into pageable memory, run by the stream once the staging is filled.
+struct PendingCopy {
+  Tensor staging;
+  void* dst;
+  size_t bytes;
+};
+void finish_copy(void* p) {
+  auto* c = static_cast<PendingCopy*>(p);
+  std::memcpy(c->dst, c->staging.raw(), c->bytes);
+  delete c;
+}
+
+// Writes a GPU engine's output into the caller's memory without waiting for the stream: GPU and pinned
+// destinations by an asynchronous copy, pageable ones through a pinned buffer and a host function.
+Status write_output(const Tensor& out, void* dst, Stream& stream) {
+  const size_t bytes = out.nbytes();
+  if (bytes == 0) return Status::ok();
+  if (out.device().is_cpu()) {  // a host step made it: it is final already
+    if (cuda::pointer_info(dst).device.is_cuda()) return cuda::copy_async(dst, out.raw(), bytes, stream);
+    std::memmove(dst, out.raw(), bytes);
+    return Status::ok();
+  }
+  const cuda::PointerInfo where = cuda::pointer_info(dst);
+  if (where.device.is_cuda() || where.pinned) return cuda::copy_async(dst, out.raw(), bytes, stream);
+  KILN_ASSIGN_OR_RETURN(Tensor staging,
+                        Tensor::empty(out.dtype(), out.dims(), cuda::pinned_allocator(), "output staging"));
+  KILN_RETURN_IF_ERROR(cuda::copy_async(staging.raw(), out.raw(), bytes, stream));
+  auto* pending = new PendingCopy{std::move(staging), dst, bytes};
+  if (Status st = cuda::launch_host_func(stream, finish_copy, pending); !st.is_ok()) {
+    delete pending;
+    return st;
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 ExecutionContext::ExecutionContext(std::unique_ptr<State> state) : state_(std::move(state)) {}
 ExecutionContext::~ExecutionContext() = default;
@@ -287,19 +327,37 @@ void ExecutionContext::set_profiler(Profiler* profiler) {
 Profiler* ExecutionContext::profiler() const { return state_->profiler; }
 
 Status ExecutionContext::set_allocator(Allocator* allocator) {
-  if (allocator && !allocator->device().is_cpu())
+  const Device device = state_->info->impl->device();
+  if (allocator && allocator->device() != device)
     return invalid_argument("set_allocator: the allocator hands out ", allocator->device().to_string(),
-                            " memory but this engine runs on the CPU; give a host allocator");
-  state_->impl->set_allocator(allocator ? *allocator : cpu_allocator());
+                            " memory but this engine runs on ", device.to_string(), "; give an allocator for ",
+                            device.to_string());
+  if (allocator)
+    state_->impl->set_allocator(*allocator);
+  else if (device.is_cpu())
+    state_->impl->set_allocator(cpu_allocator());
+  else
+    state_->impl->set_allocator(*state_->impl->device_cache());
   return Status::ok();
 }
 
-Status ExecutionContext::execute() { return enqueue(cpu_stream()); }
+Status ExecutionContext::execute() {
+  const Device device = state_->info->impl->device();
+  if (device.is_cpu()) return enqueue(cpu_stream());
+  if (!state_->stream) {
+    KILN_ASSIGN_OR_RETURN(state_->stream, create_stream(device));
+  }
+  KILN_RETURN_IF_ERROR(enqueue(*state_->stream));
+  return state_->stream->synchronize();
+}
 
 Status ExecutionContext::enqueue(Stream& stream, Event* input_consumed) {
-  if (!stream.device().is_cpu())
-    return unsupported("enqueue: the stream is on ", stream.device().to_string(),
-                       " but this engine runs on the CPU; use a CPU stream (kiln::cpu_stream())");
+  const Device device = state_->info->impl->device();
+  if (stream.device() != device)
+    return unsupported("enqueue: the stream is on ", stream.device().to_string(), " but this engine runs on ",
+                       device.to_string(), "; use a ",
+                       device.is_cpu() ? "CPU stream (kiln::cpu_stream())" : "CUDA stream of that GPU");
+  const bool gpu = device.is_cuda();
   const EngineInfo& info = *state_->info;
   // Check every binding before running anything.
   for (const IoTensor& t : info.io) {
@@ -320,17 +378,24 @@ Status ExecutionContext::enqueue(Stream& stream, Event* input_consumed) {
     if (b.capacity != 0 && bytes > b.capacity)
       return invalid_argument("input '", t.name, "' of shape ", dims.to_string(), " needs ", bytes,
                               " bytes but its address was bound with ", b.capacity);
-    // A view of the caller's memory: read in place, never copied.
-    KILN_RETURN_IF_ERROR(state_->impl->set_input(t.name, Tensor::view(b.address, t.value->dtype, dims)));
+    // A view of the caller's memory: read in place (host memory of a GPU engine is copied to the GPU).
+    const Device where = gpu ? cuda::pointer_info(b.address).device : Device::cpu();
+    KILN_RETURN_IF_ERROR(state_->impl->set_input(t.name, Tensor::view(b.address, t.value->dtype, dims, where)));
   }
-  KILN_RETURN_IF_ERROR(state_->impl->execute(stream));
-  // The inputs were read by the (synchronous) run: they may be refilled from here on.
-  if (input_consumed) KILN_RETURN_IF_ERROR(input_consumed->record(stream));
+  if (gpu) {
+    KILN_RETURN_IF_ERROR(state_->impl->enqueue(stream, input_consumed));
+  } else {
+    KILN_RETURN_IF_ERROR(state_->impl->execute(stream));
+    // The inputs were read by the (synchronous) run: they may be refilled from here on.
+    if (input_consumed) KILN_RETURN_IF_ERROR(input_consumed->record(stream));
+  }
   for (const IoTensor& t : info.io) {
     if (t.mode != TensorIOMode::kOutput) continue;
     Binding& b = state_->bindings[t.name];
     KILN_ASSIGN_OR_RETURN(Tensor out, state_->impl->output(t.name));
-    KILN_ASSIGN_OR_RETURN(out, out.contiguous());
+    if (out.device().is_cpu()) {
+      KILN_ASSIGN_OR_RETURN(out, out.contiguous());
+    }
     const size_t bytes = out.nbytes();
     // The runtime allocates outputs itself for now, so the result is copied to the caller's memory after
     // the run; once the plan has planned memory, outputs are written in place.
@@ -351,7 +416,10 @@ Status ExecutionContext::enqueue(Stream& stream, Event* input_consumed) {
                                 " bytes but its address holds ", limit,
                                 "; bind more memory or use an output allocator");
     }
-    if (bytes > 0) std::memmove(dst, out.raw(), bytes);
+    if (gpu)
+      KILN_RETURN_IF_ERROR(write_output(out, dst, stream));
+    else if (bytes > 0)
+      std::memmove(dst, out.raw(), bytes);
     b.shape = out.dims();
     if (b.output_allocator) b.output_allocator->notify_shape(t.name.c_str(), out.dims());
   }
