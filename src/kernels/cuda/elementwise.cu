@@ -1,6 +1,6 @@
 // CUDA ElementWise, Where and Cast: the scalar definitions of ref/elementwise.h per element (float16/bfloat16
-// compute in float). Same-shape and single-element operands take a flat kernel with 4-element packs, other
-// broadcasts a kernel over the merged dims; Where moves elements as words of their size.
+// compute in float). Operands that repeat whole (one element, the same shape, a bias row) take a flat kernel with
+// 4-element packs, other broadcasts a kernel over the merged dims; Where moves elements as words of their size.
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/indexing.cuh"
 #include "kernels/cuda/types.cuh"
@@ -24,35 +24,34 @@ __device__ inline C apply_binary(A x, B y, bool fmod) {
   return cuda::store<C>(ref::binary<Op>(cuda::load(x), cuda::load(y), fmod));
 }
 
-// Operands of the output's shape or of one element; `packed`: the pointers suit 4-element packs.
+// Four elements from e on of an operand that repeats with `period` (see cuda::repeat_period).
+template <class T>
+__device__ inline Pack<T> load_pack(const T* __restrict__ p, int64_t period, int64_t e) {
+  if (period == 1) {
+    Pack<T> r;
+#pragma unroll
+    for (int j = 0; j < kPack; ++j) r.v[j] = p[0];
+    return r;
+  }
+  return reinterpret_cast<const Pack<T>*>(p)[cuda::wrap_period(e, period) / kPack];
+}
+
+// Operands that repeat whole (one element, the output's shape, a suffix of its dims): element i reads
+// a[i % a_period]. `packed`: the pointers and the periods suit 4-element packs.
 template <ElementWiseOp Op, class A, class B, class C>
-__global__ void binary_flat(const A* __restrict__ a, bool a_scalar, const B* __restrict__ b, bool b_scalar,
+__global__ void binary_flat(const A* __restrict__ a, int64_t a_period, const B* __restrict__ b, int64_t b_period,
                             C* __restrict__ c, int64_t n, bool packed, bool fmod) {
-  const A a0 = a[0];
-  const B b0 = b[0];
   const int64_t packs = packed ? n / kPack : 0;
   for (int64_t p = cuda::thread_index(); p < packs; p += cuda::thread_count()) {
-    Pack<A> pa;
-    Pack<B> pb;
+    const Pack<A> pa = load_pack(a, a_period, p * kPack);
+    const Pack<B> pb = load_pack(b, b_period, p * kPack);
     Pack<C> pc;
-    if (a_scalar) {
-#pragma unroll
-      for (int j = 0; j < kPack; ++j) pa.v[j] = a0;
-    } else {
-      pa = reinterpret_cast<const Pack<A>*>(a)[p];
-    }
-    if (b_scalar) {
-#pragma unroll
-      for (int j = 0; j < kPack; ++j) pb.v[j] = b0;
-    } else {
-      pb = reinterpret_cast<const Pack<B>*>(b)[p];
-    }
 #pragma unroll
     for (int j = 0; j < kPack; ++j) pc.v[j] = apply_binary<Op, A, B, C>(pa.v[j], pb.v[j], fmod);
     reinterpret_cast<Pack<C>*>(c)[p] = pc;
   }
   for (int64_t i = packs * kPack + cuda::thread_index(); i < n; i += cuda::thread_count())
-    c[i] = apply_binary<Op, A, B, C>(a_scalar ? a0 : a[i], b_scalar ? b0 : b[i], fmod);
+    c[i] = apply_binary<Op, A, B, C>(a[cuda::wrap_period(i, a_period)], b[cuda::wrap_period(i, b_period)], fmod);
 }
 
 template <ElementWiseOp Op, class A, class B, class C>
@@ -63,6 +62,12 @@ __global__ void binary_broadcast(cuda::Offsets<2> at, const A* __restrict__ a, c
     at.at(i, off);
     c[i] = apply_binary<Op, A, B, C>(a[off[0]], b[off[1]], fmod);
   }
+}
+
+// Whether an operand repeating with `period` over n outputs can be read in aligned packs.
+template <class T>
+bool packable(const T* p, int64_t period, int64_t n) {
+  return period == 1 || ((period >= n || period % kPack == 0) && cuda::pack_aligned<T>(p));
 }
 
 // Calls f(op constant, Type<A>, Type<B>) when the kernels define `op` for storage types A x B (the reference's
@@ -101,8 +106,8 @@ Status run_elementwise(KernelContext& ctx) {
   const int64_t n = c.numel();
   if (n == 0) return Status::ok();
   cudaStream_t stream = cuda::native(ctx.stream);
-  const bool a_scalar = a.numel() == 1, b_scalar = b.numel() == 1;
-  const bool flat = (a_scalar || a.dims() == c.dims()) && (b_scalar || b.dims() == c.dims());
+  const int64_t a_period = cuda::repeat_period(a.dims(), c.dims());
+  const int64_t b_period = cuda::repeat_period(b.dims(), c.dims());
   const bool found = visit_binary(attrs.op, a.dtype(), b.dtype(), [&](auto o, auto ta, auto tb) {
     constexpr ElementWiseOp kOp = std::decay_t<decltype(o)>::value;
     using A = cuda::type_of<decltype(ta)>;
@@ -111,11 +116,10 @@ Status run_elementwise(KernelContext& ctx) {
     const A* pa = a.data<A>();
     const B* pb = b.data<B>();
     C* pc = c.data<C>();
-    if (flat) {
-      const bool packed = (a_scalar || cuda::pack_aligned<A>(pa)) && (b_scalar || cuda::pack_aligned<B>(pb)) &&
-                          cuda::pack_aligned<C>(pc);
+    if (a_period > 0 && b_period > 0) {
+      const bool packed = packable<A>(pa, a_period, n) && packable<B>(pb, b_period, n) && cuda::pack_aligned<C>(pc);
       const int64_t items = packed ? (n + kPack - 1) / kPack : n;
-      binary_flat<kOp, A, B, C><<<cuda::blocks_for(items), cuda::kThreads, 0, stream>>>(pa, a_scalar, pb, b_scalar, pc,
+      binary_flat<kOp, A, B, C><<<cuda::blocks_for(items), cuda::kThreads, 0, stream>>>(pa, a_period, pb, b_period, pc,
                                                                                         n, packed, attrs.fmod);
     } else {
       const Dims* in[2] = {&a.dims(), &b.dims()};

@@ -82,6 +82,22 @@ inline void row_major_strides(const Dims& dims, int64_t* strides) {
   }
 }
 
+/// The element count of `in` when it broadcasts to `out` by repeating whole (its dims less leading 1s are the
+/// trailing dims of `out`: one element, the same shape, a bias row): element i of `out` reads in[i % period].
+/// 0 when it broadcasts otherwise (host).
+inline int64_t repeat_period(const Dims& in, const Dims& out) {
+  int lead = 0;
+  while (lead < in.rank() && in[lead] == 1) ++lead;
+  const int r = in.rank() - lead;
+  if (r > out.rank()) return 0;
+  for (int i = 0; i < r; ++i)
+    if (in[lead + i] != out[out.rank() - r + i]) return 0;
+  return std::max<int64_t>(in.numel(), 1);
+}
+
+/// i % period, skipping the division where i is already below it (same-shape operands).
+__device__ inline int64_t wrap_period(int64_t i, int64_t period) { return i < period ? i : i % period; }
+
 /// Offsets of contiguous operands `in[k]` broadcasting (numpy rules) to the row-major output `out`, simplified.
 template <int N>
 Offsets<N> broadcast_offsets(const Dims& out, const Dims* const (&in)[N]) {

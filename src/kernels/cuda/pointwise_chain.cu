@@ -21,14 +21,12 @@ struct ChainProgram {
   PointwiseStep steps[kMaxSteps];
 };
 
-// How each input is read at element i of x: kSame (x's shape) at i, kOne (a single element) at 0, kBroadcast at
-// the offset `at` gives.
-enum OperandMode : int { kSame, kOne, kBroadcast };
-
+// Input k is read at element i of x as data[k][i % period[k]] when it repeats whole (one element, x's shape, a
+// suffix of x's dims; see cuda::repeat_period), else (period 0) at the offset `at` gives.
 struct ChainInputs {
   int count = 0;
   bool any_broadcast = false;
-  OperandMode mode[kMaxInputs] = {};
+  int64_t period[kMaxInputs] = {};
   const void* data[kMaxInputs] = {};
   cuda::Offsets<kMaxInputs> at;
 };
@@ -36,8 +34,8 @@ struct ChainInputs {
 template <class T>
 __device__ inline float operand_value(const ChainInputs& in, int k, int64_t i, const int64_t (&off)[kMaxInputs]) {
   const T* p = static_cast<const T*>(in.data[k]);
-  const int64_t j = in.mode[k] == kSame ? i : (in.mode[k] == kOne ? 0 : off[k]);
-  return cuda::load(p[j]);
+  const int64_t period = in.period[k];
+  return cuda::load(p[period > 0 ? cuda::wrap_period(i, period) : off[k]]);
 }
 
 template <class T>
@@ -80,12 +78,11 @@ Status run_pointwise_chain(KernelContext& ctx) {
   const Dims* shapes[kMaxInputs];
   for (int k = 0; k < kMaxInputs; ++k) {
     const bool present = k < in.count && ctx.src[k].defined();
-    const Dims& d = present ? ctx.src[k].dims() : x.dims();
     in.data[k] = present ? ctx.src[k].raw() : nullptr;
-    in.mode[k] = !present || d == x.dims() ? kSame : (ctx.src[k].numel() == 1 ? kOne : kBroadcast);
-    in.any_broadcast |= in.mode[k] == kBroadcast;
-    // Only broadcast operands need offsets; the others walk x's shape (their offsets go unused).
-    bdims[k] = in.mode[k] == kBroadcast ? d : x.dims();
+    in.period[k] = present ? cuda::repeat_period(ctx.src[k].dims(), x.dims()) : n;
+    in.any_broadcast |= in.period[k] == 0;
+    // Only the other broadcasts need offsets; the rest walk x's shape (their offsets go unused).
+    bdims[k] = in.period[k] == 0 ? ctx.src[k].dims() : x.dims();
     shapes[k] = &bdims[k];
   }
   if (in.any_broadcast) in.at = cuda::broadcast_offsets<kMaxInputs>(x.dims(), shapes);
