@@ -1,6 +1,6 @@
 // CUDA ElementWise, Where and Cast: the scalar definitions of ref/elementwise.h per element (float16/bfloat16
 // compute in float). Operands that repeat whole (one element, the same shape, a bias row) take a flat kernel with
-// 4-element packs, other broadcasts a kernel over the merged dims; Where moves elements as words of their size.
+// 16-byte packs, other broadcasts a kernel over the merged dims; Where moves elements as words of their size.
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/indexing.cuh"
 #include "kernels/cuda/types.cuh"
@@ -10,7 +10,6 @@ namespace kiln {
 namespace {
 
 using cuda::compute_t;
-using cuda::kPack;
 using cuda::Pack;
 
 // ---- ElementWise --------------------------------------------------------------------------------
@@ -24,33 +23,34 @@ __device__ inline C apply_binary(A x, B y, bool fmod) {
   return cuda::store<C>(ref::binary<Op>(cuda::load(x), cuda::load(y), fmod));
 }
 
-// Four elements from e on of an operand that repeats with `period` (see cuda::repeat_period).
-template <class T>
-__device__ inline Pack<T> load_pack(const T* __restrict__ p, int64_t period, int64_t e) {
+// N elements from e on of an operand that repeats with `period` (see cuda::repeat_period).
+template <int N, class T>
+__device__ inline Pack<T, N> load_pack(const T* __restrict__ p, int64_t period, int64_t e) {
   if (period == 1) {
-    Pack<T> r;
+    Pack<T, N> r;
 #pragma unroll
-    for (int j = 0; j < kPack; ++j) r.v[j] = p[0];
+    for (int j = 0; j < N; ++j) r.v[j] = p[0];
     return r;
   }
-  return reinterpret_cast<const Pack<T>*>(p)[cuda::wrap_period(e, period) / kPack];
+  return reinterpret_cast<const Pack<T, N>*>(p)[cuda::wrap_period(e, period) / N];
 }
 
 // Operands that repeat whole (one element, the output's shape, a suffix of its dims): element i reads
-// a[i % a_period]. `packed`: the pointers and the periods suit 4-element packs.
+// a[i % a_period]. `packed`: the pointers and the periods suit packs of N elements.
 template <ElementWiseOp Op, class A, class B, class C>
 __global__ void binary_flat(const A* __restrict__ a, int64_t a_period, const B* __restrict__ b, int64_t b_period,
                             C* __restrict__ c, int64_t n, bool packed, bool fmod) {
-  const int64_t packs = packed ? n / kPack : 0;
+  constexpr int N = cuda::kPackOf<A, B, C>;
+  const int64_t packs = packed ? n / N : 0;
   for (int64_t p = cuda::thread_index(); p < packs; p += cuda::thread_count()) {
-    const Pack<A> pa = load_pack(a, a_period, p * kPack);
-    const Pack<B> pb = load_pack(b, b_period, p * kPack);
-    Pack<C> pc;
+    const Pack<A, N> pa = load_pack<N>(a, a_period, p * N);
+    const Pack<B, N> pb = load_pack<N>(b, b_period, p * N);
+    Pack<C, N> pc;
 #pragma unroll
-    for (int j = 0; j < kPack; ++j) pc.v[j] = apply_binary<Op, A, B, C>(pa.v[j], pb.v[j], fmod);
-    reinterpret_cast<Pack<C>*>(c)[p] = pc;
+    for (int j = 0; j < N; ++j) pc.v[j] = apply_binary<Op, A, B, C>(pa.v[j], pb.v[j], fmod);
+    reinterpret_cast<Pack<C, N>*>(c)[p] = pc;
   }
-  for (int64_t i = packs * kPack + cuda::thread_index(); i < n; i += cuda::thread_count())
+  for (int64_t i = packs * N + cuda::thread_index(); i < n; i += cuda::thread_count())
     c[i] = apply_binary<Op, A, B, C>(a[cuda::wrap_period(i, a_period)], b[cuda::wrap_period(i, b_period)], fmod);
 }
 
@@ -64,10 +64,10 @@ __global__ void binary_broadcast(cuda::Offsets<2> at, const A* __restrict__ a, c
   }
 }
 
-// Whether an operand repeating with `period` over n outputs can be read in aligned packs.
-template <class T>
+// Whether an operand repeating with `period` over n outputs can be read in aligned packs of N.
+template <int N, class T>
 bool packable(const T* p, int64_t period, int64_t n) {
-  return period == 1 || ((period >= n || period % kPack == 0) && cuda::pack_aligned<T>(p));
+  return period == 1 || ((period >= n || period % N == 0) && cuda::pack_aligned<T, N>(p));
 }
 
 // Calls f(op constant, Type<A>, Type<B>) when the kernels define `op` for storage types A x B (the reference's
@@ -117,8 +117,9 @@ Status run_elementwise(KernelContext& ctx) {
     const B* pb = b.data<B>();
     C* pc = c.data<C>();
     if (a_period > 0 && b_period > 0) {
-      const bool packed = packable<A>(pa, a_period, n) && packable<B>(pb, b_period, n) && cuda::pack_aligned<C>(pc);
-      const int64_t items = packed ? (n + kPack - 1) / kPack : n;
+      constexpr int N = cuda::kPackOf<A, B, C>;
+      const bool packed = packable<N>(pa, a_period, n) && packable<N>(pb, b_period, n) && cuda::pack_aligned<C, N>(pc);
+      const int64_t items = packed ? (n + N - 1) / N : n;
       binary_flat<kOp, A, B, C><<<cuda::blocks_for(items), cuda::kThreads, 0, stream>>>(pa, a_period, pb, b_period, pc,
                                                                                         n, packed, attrs.fmod);
     } else {
@@ -209,15 +210,16 @@ __device__ inline D cast_one(S s) {
 
 template <class S, class D>
 __global__ void cast_kernel(const S* __restrict__ src, D* __restrict__ dst, int64_t n, bool packed) {
-  const int64_t packs = packed ? n / kPack : 0;
+  constexpr int N = cuda::kPackOf<S, D>;
+  const int64_t packs = packed ? n / N : 0;
   for (int64_t p = cuda::thread_index(); p < packs; p += cuda::thread_count()) {
-    const Pack<S> ps = reinterpret_cast<const Pack<S>*>(src)[p];
-    Pack<D> pd;
+    const Pack<S, N> ps = reinterpret_cast<const Pack<S, N>*>(src)[p];
+    Pack<D, N> pd;
 #pragma unroll
-    for (int j = 0; j < kPack; ++j) pd.v[j] = cast_one<D>(ps.v[j]);
-    reinterpret_cast<Pack<D>*>(dst)[p] = pd;
+    for (int j = 0; j < N; ++j) pd.v[j] = cast_one<D>(ps.v[j]);
+    reinterpret_cast<Pack<D, N>*>(dst)[p] = pd;
   }
-  for (int64_t i = packs * kPack + cuda::thread_index(); i < n; i += cuda::thread_count()) dst[i] = cast_one<D>(src[i]);
+  for (int64_t i = packs * N + cuda::thread_index(); i < n; i += cuda::thread_count()) dst[i] = cast_one<D>(src[i]);
 }
 
 Status run_cast(KernelContext& ctx) {
@@ -236,8 +238,9 @@ Status run_cast(KernelContext& ctx) {
       using D = cuda::type_of<decltype(td)>;
       const S* src = x.data<S>();
       D* dst = y.data<D>();
-      const bool packed = cuda::pack_aligned<S>(src) && cuda::pack_aligned<D>(dst);
-      const int64_t items = packed ? (n + kPack - 1) / kPack : n;
+      constexpr int N = cuda::kPackOf<S, D>;
+      const bool packed = cuda::pack_aligned<S, N>(src) && cuda::pack_aligned<D, N>(dst);
+      const int64_t items = packed ? (n + N - 1) / N : n;
       cast_kernel<S, D><<<cuda::blocks_for(items), cuda::kThreads, 0, stream>>>(src, dst, n, packed);
     });
   });

@@ -1,9 +1,10 @@
 #pragma once
 // Element types of the CUDA pointwise kernels: a DataType becomes a device storage type, float16/bfloat16
-// compute in float (as the reference does), and aligned packs give 4-element vector loads.
+// compute in float (as the reference does), and aligned packs give 16-byte vector loads.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -112,17 +113,20 @@ bool dispatch_word(size_t bytes, F&& f) {
   }
 }
 
-/// Four elements loaded or stored at once (needs 4 * sizeof(T) alignment).
-inline constexpr int kPack = 4;
-template <class T>
-struct alignas(sizeof(T) * kPack) Pack {
-  T v[kPack];
+/// Elements per pack in a kernel over types T...: 16 bytes of the widest of them.
+template <class... T>
+inline constexpr int kPackOf = static_cast<int>(16 / std::max({sizeof(T)...}));
+
+/// N elements loaded or stored at once (needs N * sizeof(T) alignment).
+template <class T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T v[N];
 };
 
-/// Whether `p` is aligned for a Pack<T> (null pointers count as aligned: scalars and absent operands).
-template <class T>
+/// Whether `p` is aligned for a Pack<T, N>.
+template <class T, int N>
 inline bool pack_aligned(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * kPack) == 0;
+  return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * N) == 0;
 }
 
 }  // namespace kiln::cuda

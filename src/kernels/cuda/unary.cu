@@ -1,4 +1,4 @@
-// CUDA Unary: the scalar definitions of ref/unary.h per element in a flat kernel with 4-element packs
+// CUDA Unary: the scalar definitions of ref/unary.h per element in a flat kernel with 16-byte packs
 // (float16/bfloat16 compute in float; integers and bool as the reference defines them).
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/indexing.cuh"
@@ -9,7 +9,6 @@ namespace kiln {
 namespace {
 
 using cuda::compute_t;
-using cuda::kPack;
 using cuda::Pack;
 
 template <UnaryOp Op, class T>
@@ -18,15 +17,16 @@ using unary_result_t = std::conditional_t<std::is_same_v<decltype(ref::unary<Op>
 template <UnaryOp Op, class T, class R>
 __global__ void unary_kernel(const T* __restrict__ src, R* __restrict__ dst, int64_t n, bool packed, bool pos,
                              bool neg) {
-  const int64_t packs = packed ? n / kPack : 0;
+  constexpr int N = cuda::kPackOf<T, R>;
+  const int64_t packs = packed ? n / N : 0;
   for (int64_t p = cuda::thread_index(); p < packs; p += cuda::thread_count()) {
-    const Pack<T> ps = reinterpret_cast<const Pack<T>*>(src)[p];
-    Pack<R> pd;
+    const Pack<T, N> ps = reinterpret_cast<const Pack<T, N>*>(src)[p];
+    Pack<R, N> pd;
 #pragma unroll
-    for (int j = 0; j < kPack; ++j) pd.v[j] = cuda::store<R>(ref::unary<Op>(cuda::load(ps.v[j]), pos, neg));
-    reinterpret_cast<Pack<R>*>(dst)[p] = pd;
+    for (int j = 0; j < N; ++j) pd.v[j] = cuda::store<R>(ref::unary<Op>(cuda::load(ps.v[j]), pos, neg));
+    reinterpret_cast<Pack<R, N>*>(dst)[p] = pd;
   }
-  for (int64_t i = packs * kPack + cuda::thread_index(); i < n; i += cuda::thread_count())
+  for (int64_t i = packs * N + cuda::thread_index(); i < n; i += cuda::thread_count())
     dst[i] = cuda::store<R>(ref::unary<Op>(cuda::load(src[i]), pos, neg));
 }
 
@@ -60,8 +60,9 @@ Status run_unary(KernelContext& ctx) {
     using R = unary_result_t<kOp, T>;
     const T* src = x.data<T>();
     R* dst = y.data<R>();
-    const bool packed = cuda::pack_aligned<T>(src) && cuda::pack_aligned<R>(dst);
-    const int64_t items = packed ? (n + kPack - 1) / kPack : n;
+    constexpr int N = cuda::kPackOf<T, R>;
+    const bool packed = cuda::pack_aligned<T, N>(src) && cuda::pack_aligned<R, N>(dst);
+    const int64_t items = packed ? (n + N - 1) / N : n;
     unary_kernel<kOp, T, R><<<cuda::blocks_for(items), cuda::kThreads, 0, stream>>>(
         src, dst, n, packed, attrs.detect_positive, attrs.detect_negative);
   });
