@@ -31,20 +31,23 @@ struct ChainInputs {
   cuda::Offsets<kMaxInputs> at;
 };
 
-template <class T>
-__device__ inline float operand_value(const ChainInputs& in, int k, int64_t i, const int64_t (&off)[kMaxInputs]) {
+template <class T, bool Broadcast>
+__device__ inline float operand_value(const ChainInputs& in, int k, int64_t i, const int64_t* off) {
   const T* p = static_cast<const T*>(in.data[k]);
   const int64_t period = in.period[k];
-  return cuda::load(p[period > 0 ? cuda::wrap_period(i, period) : off[k]]);
+  if constexpr (Broadcast)
+    if (period == 0) return cuda::load(p[off[k]]);
+  return cuda::load(p[cuda::wrap_period(i, period)]);
 }
 
-template <class T>
+// Broadcast: some input needs the offsets of `in.at` (kept out of the common kernel: they live in local memory).
+template <class T, bool Broadcast>
 __global__ void chain_kernel(const __grid_constant__ ChainProgram prog, const __grid_constant__ ChainInputs in,
                              T* __restrict__ y, int64_t n) {
   const T* x = static_cast<const T*>(in.data[0]);
   for (int64_t i = cuda::thread_index(); i < n; i += cuda::thread_count()) {
-    int64_t off[kMaxInputs] = {};
-    if (in.any_broadcast) in.at.at(i, off);
+    int64_t off[Broadcast ? kMaxInputs : 1];
+    if constexpr (Broadcast) in.at.at(i, off);
     float v = cuda::load(x[i]);
     for (int s = 0; s < prog.size; ++s) {
       const PointwiseStep& step = prog.steps[s];
@@ -54,7 +57,7 @@ __global__ void chain_kernel(const __grid_constant__ ChainProgram prog, const __
       else if (step.operand == kOperandRunning)
         operand = v;
       else if (step.operand >= 0)
-        operand = operand_value<T>(in, static_cast<int>(step.operand), i, off);
+        operand = operand_value<T, Broadcast>(in, static_cast<int>(step.operand), i, off);
       v = ref::apply_step(step, v, operand);
     }
     y[i] = cuda::store<T>(v);
@@ -89,7 +92,10 @@ Status run_pointwise_chain(KernelContext& ctx) {
   cudaStream_t stream = cuda::native(ctx.stream);
   const bool known = cuda::dispatch_float(x.dtype(), [&](auto tag) {
     using T = cuda::type_of<decltype(tag)>;
-    chain_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, stream>>>(prog, in, y.data<T>(), n);
+    if (in.any_broadcast)
+      chain_kernel<T, true><<<cuda::blocks_for(n), cuda::kThreads, 0, stream>>>(prog, in, y.data<T>(), n);
+    else
+      chain_kernel<T, false><<<cuda::blocks_for(n), cuda::kThreads, 0, stream>>>(prog, in, y.data<T>(), n);
   });
   if (!known) return unsupported("cuda.pointwise_chain has no ", dtype_name(x.dtype()), " kernel");
   return cuda::check(cudaGetLastError(), "pointwise_chain kernel launch");
