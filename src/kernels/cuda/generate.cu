@@ -139,8 +139,9 @@ KILN_REGISTER_KERNEL(KernelImpl{
 
 // ---- Constant -----------------------------------------------------------------------------------
 
-// Decodes the value once; the first run copies it to the device (through the context's allocator) and every run
-// copies it from there, so the runs after the first make no host transfer (and can be captured in a CUDA graph).
+// Decodes the value once; the first run copies it to the device (through the context's allocator; like prepared
+// weights, not counted as workspace) and every run copies it from there, so the runs after the first make no host
+// transfer (and can be captured in a CUDA graph).
 class CudaConstant final : public Kernel {
  public:
   explicit CudaConstant(Tensor value) : value_(std::move(value)) {}
@@ -165,7 +166,6 @@ class CudaConstant final : public Kernel {
     return cuda::check(cudaMemcpyAsync(y.raw(), device_.raw(), value_.nbytes(), cudaMemcpyDeviceToDevice, stream),
                        "cudaMemcpyAsync (constant)");
   }
-  size_t workspace_bytes() const override { return value_.nbytes(); }
 
  private:
   Tensor value_;
