@@ -1,12 +1,13 @@
 #pragma once
 // Scalar definitions of ElementWise and Cast: the reference kernels and the CPU loops share them.
 // Arguments are compute types (float, the integer types, bool); see kernels/common/elementwise_types.h.
+// KILN_HD: the CUDA kernels share them too.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 
 #include "kernels/common/elementwise_types.h"
+#include "kernels/common/host_device.h"
 #include "ops/elementwise/elementwise.h"
 
 namespace kiln::ref {
@@ -14,55 +15,59 @@ namespace kiln::ref {
 // ---- Cast -------------------------------------------------------------------------------------
 
 /// Float -> int64 truncating toward zero; NaN, infinities and |x| >= 2^63 give INT64_MIN.
-inline int64_t truncate_to_int64(double x) {
-  if (!(std::fabs(x) < 9223372036854775808.0)) return std::numeric_limits<int64_t>::min();
+KILN_HD inline int64_t truncate_to_int64(double x) {
+  if (!(std::fabs(x) < 9223372036854775808.0)) return INT64_MIN;
   return static_cast<int64_t>(x);
 }
 
-/// One element of Cast from storage type S to storage type D (the rules in CastAttrs).
-template <class D, class S>
-inline D cast_element(S s) {
-  using CS = ew::compute_t<S>;
-  const CS v = ew::load(s);
-  if constexpr (std::is_same_v<D, bool>) {
+/// Cast of one value between compute types CD and CS (float, the integers, bool): the rules in CastAttrs.
+template <class CD, class CS>
+KILN_HD inline CD cast_value(CS v) {
+  if constexpr (std::is_same_v<CD, bool>) {
     return v != CS(0);
   } else if constexpr (std::is_same_v<CS, bool>) {
-    return ew::store<D>(ew::compute_t<D>(v ? 1 : 0));
-  } else if constexpr (std::is_floating_point_v<ew::compute_t<D>>) {
-    return ew::store<D>(static_cast<float>(v));
+    return CD(v ? 1 : 0);
+  } else if constexpr (std::is_floating_point_v<CD>) {
+    return static_cast<float>(v);
   } else if constexpr (std::is_floating_point_v<CS>) {
-    return static_cast<D>(truncate_to_int64(v));  // C++20: integer narrowing wraps
+    return static_cast<CD>(truncate_to_int64(v));  // C++20: integer narrowing wraps
   } else {
-    return static_cast<D>(v);
+    return static_cast<CD>(v);
   }
+}
+
+/// One element of Cast from storage type S to storage type D (float16/bfloat16 through float).
+template <class D, class S>
+inline D cast_element(S s) {
+  return ew::store<D>(cast_value<ew::compute_t<D>>(ew::load(s)));
 }
 
 // ---- integer helpers (no undefined behaviour: overflow wraps, x / 0 and x % 0 give 0) ----------
 
 template <class T>
-inline T wrap_add(T a, T b) {
+KILN_HD inline T wrap_add(T a, T b) {
   using U = std::make_unsigned_t<T>;
   return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
 }
 template <class T>
-inline T wrap_sub(T a, T b) {
+KILN_HD inline T wrap_sub(T a, T b) {
   using U = std::make_unsigned_t<T>;
   return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
 }
 template <class T>
-inline T wrap_mul(T a, T b) {
+KILN_HD inline T wrap_mul(T a, T b) {
   using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
   return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
 }
 template <class T>
-inline T int_div(T a, T b) {
+KILN_HD inline T int_div(T a, T b) {
   if (b == 0) return 0;
   if constexpr (std::is_signed_v<T>)
     if (b == -1) return wrap_sub<T>(0, a);
   return static_cast<T>(a / b);
 }
 template <class T>
-inline T int_mod(T a, T b, bool fmod) {
+KILN_HD inline T int_mod(T a, T b, bool fmod) {
   if (b == 0) return 0;
   if constexpr (std::is_signed_v<T>) {
     if (b == -1) return 0;
@@ -75,12 +80,14 @@ inline T int_mod(T a, T b, bool fmod) {
 }
 /// base ^ exponent for integers; negative exponents give 1 / base^-e truncated (0 unless |base| == 1).
 template <class T, class E>
-inline T int_pow(T base, E e) {
-  if (e < 0) {
-    if (base == 1) return 1;
-    if constexpr (std::is_signed_v<T>)
-      if (base == -1) return (e % 2) ? T(-1) : T(1);
-    return 0;
+KILN_HD inline T int_pow(T base, E e) {
+  if constexpr (std::is_signed_v<E>) {
+    if (e < 0) {
+      if (base == 1) return 1;
+      if constexpr (std::is_signed_v<T>)
+        if (base == -1) return (e % 2) ? T(-1) : T(1);
+      return 0;
+    }
   }
   T r = 1;
   while (e > 0) {
@@ -95,7 +102,7 @@ inline T int_pow(T base, E e) {
 
 /// Whether `Op` is defined for compute type T (and exponent type E for pow).
 template <ElementWiseOp Op, class T, class E = T>
-constexpr bool op_accepts() {
+KILN_HD constexpr bool op_accepts() {
   constexpr bool b = std::is_same_v<T, bool>;
   constexpr bool f = std::is_floating_point_v<T>;
   switch (Op) {
@@ -112,7 +119,7 @@ constexpr bool op_accepts() {
 
 /// a <Op> b for compute types; comparisons and logic give bool, the rest T.
 template <ElementWiseOp Op, class T, class E = T>
-inline auto binary(T a, E b, bool fmod) {
+KILN_HD inline auto binary(T a, E b, bool fmod) {
   constexpr bool f = std::is_floating_point_v<T>;
   using O = ElementWiseOp;
   if constexpr (Op == O::kSum) {
@@ -181,8 +188,9 @@ inline auto binary(T a, E b, bool fmod) {
 }
 
 /// Calls f(std::integral_constant<ElementWiseOp, op>{}) for a runtime op; false when out of range.
+KILN_NO_EXEC_CHECK
 template <class F>
-bool dispatch_op(ElementWiseOp op, F&& f) {
+KILN_HD bool dispatch_op(ElementWiseOp op, F&& f) {
   using O = ElementWiseOp;
 #define KILN_EW_CASE(x) \
   case O::x: f(std::integral_constant<O, O::x>{}); return true;

@@ -1,5 +1,5 @@
 #pragma once
-// One PointwiseChain step on one float, shared by the reference and CPU kernels: the same scalar definitions as
+// One PointwiseChain step on one float, shared by the reference, CPU and CUDA kernels: the same scalar definitions as
 // the Activation, Unary and ElementWise kernels, so a chain computes what its nodes computed.
 #include "kernels/ref/activation.h"
 #include "kernels/ref/elementwise.h"
@@ -8,7 +8,7 @@
 
 namespace kiln::ref {
 
-inline float unary_step(UnaryOp op, float v) {
+KILN_HD inline float unary_step(UnaryOp op, float v) {
   float out = v;
   dispatch_unary_op(op, [&](auto o) {
     if constexpr (unary_accepts<decltype(o)::value, float>() && decltype(o)::value != UnaryOp::kIsNan &&
@@ -18,7 +18,7 @@ inline float unary_step(UnaryOp op, float v) {
   return out;
 }
 
-inline float binary_step(ElementWiseOp op, float a, float b) {
+KILN_HD inline float binary_step(ElementWiseOp op, float a, float b) {
   float out = a;
   dispatch_op(op, [&](auto o) {
     constexpr ElementWiseOp kOp = decltype(o)::value;
@@ -31,7 +31,7 @@ inline float binary_step(ElementWiseOp op, float a, float b) {
 }
 
 /// The step applied to running value `v`; `operand` is the operand's value for binary steps.
-inline float apply_step(const PointwiseStep& s, float v, float operand) {
+KILN_HD inline float apply_step(const PointwiseStep& s, float v, float operand) {
   switch (s.kind) {
     case PointwiseStepKind::kActivation: return activation(static_cast<ActivationKind>(s.op), s.alpha, s.beta, v);
     case PointwiseStepKind::kUnary: return unary_step(static_cast<UnaryOp>(s.op), v);

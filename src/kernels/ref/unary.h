@@ -1,16 +1,17 @@
 #pragma once
-// Scalar definitions of every Unary op: the reference kernel and the CPU loops share them.
+// Scalar definitions of every Unary op: the reference kernel, the CPU loops and the CUDA kernels share them.
 #include <cmath>
 #include <type_traits>
 
 #include "kernels/common/elementwise_types.h"
+#include "kernels/common/host_device.h"
 #include "ops/unary/unary.h"
 
 namespace kiln::ref {
 
 /// Whether `Op` is defined for compute type T (float, integers, bool).
 template <UnaryOp Op, class T>
-constexpr bool unary_accepts() {
+KILN_HD constexpr bool unary_accepts() {
   if constexpr (std::is_same_v<T, bool>)
     return Op == UnaryOp::kNot;
   else if constexpr (std::is_floating_point_v<T>)
@@ -23,7 +24,7 @@ constexpr bool unary_accepts() {
 
 /// f(x); isnan/isinf/not give bool, the rest T.
 template <UnaryOp Op, class T>
-inline auto unary(T x, bool detect_positive = true, bool detect_negative = true) {
+KILN_HD inline auto unary(T x, bool detect_positive = true, bool detect_negative = true) {
   using O = UnaryOp;
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     using U = std::make_unsigned_t<T>;
@@ -35,8 +36,10 @@ inline auto unary(T x, bool detect_positive = true, bool detect_negative = true)
         return x;
     } else if constexpr (Op == O::kNeg) {
       return neg;
-    } else {
+    } else if constexpr (std::is_signed_v<T>) {
       return static_cast<T>(x > 0 ? 1 : (x < 0 ? -1 : 0));
+    } else {
+      return static_cast<T>(x > 0 ? 1 : 0);
     }
   } else if constexpr (Op == O::kNot) {
     return bool(!x);
@@ -92,8 +95,9 @@ inline auto unary(T x, bool detect_positive = true, bool detect_negative = true)
 }
 
 /// Calls f(std::integral_constant<UnaryOp, op>{}) for a runtime op; false when out of range.
+KILN_NO_EXEC_CHECK
 template <class F>
-bool dispatch_unary_op(UnaryOp op, F&& f) {
+KILN_HD bool dispatch_unary_op(UnaryOp op, F&& f) {
   using O = UnaryOp;
 #define KILN_UNARY_CASE(x) \
   case O::x: f(std::integral_constant<O, O::x>{}); return true;

@@ -152,6 +152,17 @@ KILN_OP_CASES(elementwise) {
                      {uniform({256, 1024}, -4, 4), nonzero({1024}, -4, 4)},
                      {D::kFloat32}});
   }
+  // More elements than one pass of the CUDA grid covers (grid-stride loops), broadcasting on a middle axis.
+  cases.push_back({"ElementWise",
+                   "sum 8M middle axis",
+                   attrs(elementwise_attrs(O::kSum)),
+                   {uniform({16, 512, 1024}, -4, 4), uniform({512, 1}, -4, 4)},
+                   {D::kFloat32}});
+  cases.push_back({"ElementWise",
+                   "prod middle axis",
+                   attrs(elementwise_attrs(O::kProd)),
+                   {uniform({3, 5, 7, 2}, -4, 4), uniform({1, 5, 1, 1}, -4, 4)},
+                   kNumeric});
   cases.push_back({"ElementWise",
                    "sum big int32 column",
                    attrs(elementwise_attrs(O::kSum)),
@@ -176,6 +187,11 @@ KILN_OP_CASES(elementwise) {
                      attrs(NoAttrs{}),
                      {ints(p.c, 0, 1, D::kBool), uniform(p.x, -50, 50), uniform(p.y, -50, 50)},
                      kAll});
+  cases.push_back({"Where",
+                   "middle axis",
+                   attrs(NoAttrs{}),
+                   {ints({3, 1, 5}, 0, 1, D::kBool), uniform({3, 4, 5}, -50, 50), uniform({1, 4, 1}, -50, 50)},
+                   kAll});
   cases.push_back({"Where",
                    "big row",
                    attrs(NoAttrs{}),
@@ -202,6 +218,11 @@ KILN_OP_CASES(elementwise) {
                       -0.0, 0.5,           -0.5,  2.5,   -2.7,         1e-8, 70000, 3e-5, -1e-7};
     cases.push_back({"Cast", str_cat("special float to ", dtype_name(to)), attrs(cast_to(to)), {special}, kFloats});
   }
+  cases.push_back({"Cast",
+                   "8M float32 to bfloat16",
+                   attrs(cast_to(D::kBFloat16)),
+                   {uniform({8, 1024, 1024}, -1e3, 1e3)},
+                   {D::kFloat32}});
   cases.push_back(
       {"Cast", "big float32 to int32", attrs(cast_to(D::kInt32)), {uniform({256, 1024}, -1e6, 1e6)}, {D::kFloat32}});
   cases.push_back({"Cast",

@@ -50,6 +50,10 @@ KILN_OP_CASES(pointwise_chain) {
                    "general broadcast operand [3,1]",
                    program({un(UnaryOp::kSin), bin(E::kMin, 1), act(ActivationKind::kLeakyRelu, 0.1f)}),
                    {uniform({2, 3, 4}), uniform({3, 1})}});
+  cases.push_back({"PointwiseChain",
+                   "operands on a middle axis and scalar-like",
+                   program({bin(E::kProd, 1), bin(E::kSum, 2), bin(E::kSub, 3, 0.f, true), act(ActivationKind::kTanh)}),
+                   {uniform({4, 6, 8}), uniform({6, 1}), uniform({4, 1, 8}), uniform({1, 1, 1})}});
   cases.push_back(
       {"PointwiseChain",
        "unary math",

@@ -45,6 +45,9 @@ void shuffle_cases(std::vector<OpCase>& c) {
   add("transpose 4d nchw->nhwc", perm({0, 2, 3, 1}), {data({2, 3, 4, 5})});
   add("transpose 4d nhwc->nchw", perm({0, 3, 1, 2}), {data({2, 4, 5, 3})}, kSome);
   add("transpose 5d", perm({4, 2, 0, 3, 1}), {data({2, 3, 2, 4, 3})});
+  add("transpose 6d", perm({5, 1, 3, 0, 4, 2}), {data({2, 3, 2, 4, 3, 2})});
+  add("transpose 8d", perm({7, 0, 6, 2, 5, 1, 4, 3}), {data({2, 1, 3, 2, 2, 1, 3, 2})}, kSome);
+  add("transpose keeping inner dim", perm({0, 2, 1, 3}), {data({2, 5, 3, 8})});
   add("transpose with 1-dims", perm({1, 0, 3, 2}), {data({1, 6, 1, 5})}, kSome);
   add("identity perm rank 1", perm({0}), {data({9})}, kSome);
   add("scalar no-op", ShuffleAttrs{}, {data({})}, kSome);
@@ -64,6 +67,10 @@ void shuffle_cases(std::vector<OpCase>& c) {
   ShuffleAttrs second = reshape({4, 3, 2});
   second.second_transpose = {2, 0, 1};
   add("reshape then transpose", second, {data({6, 4})}, kSome);
+  ShuffleAttrs both4 = reshape({6, 2, 5});
+  both4.first_transpose = {2, 0, 1};
+  both4.second_transpose = {2, 1, 0};
+  add("transpose reshape transpose 3d", both4, {data({3, 4, 5})}, kSome);
   add("big 64^3 transpose 0,2,1", perm({0, 2, 1}), {data({64, 64, 64})}, kBig);
   add("big nchw->nhwc", perm({0, 2, 3, 1}), {data({4, 32, 32, 32})}, kBig);
 }
