@@ -168,6 +168,17 @@ def kiln_case(args, name, batch, folder):
     warm = kiln_run(args, folder, ["--useCudaGraph", "--noDataTransfers"] + iters, os.path.join(folder, "kiln_warm.log"))
     check = kiln_run(args, folder, ["--iterations", "1", "--duration", "0", "--warmUp", "0", "--exportOutput",
                                     os.path.join(folder, "kiln_out.json")], os.path.join(folder, "kiln_check.log"))
+    profile = os.path.join(folder, "profile.json")
+    kiln_run(args, folder, ["--useCudaGraph", "--noDataTransfers", "--iterations", "20", "--duration", "0",
+                            "--separateProfileRun", "--exportProfile", profile], os.path.join(folder, "kiln_prof.log"))
+    try:
+        with open(profile) as f:
+            layers = [l for l in json.load(f) if "name" in l]
+        layers.sort(key=lambda l: -l.get("averageMs", 0))
+        out["top_layers"] = [(l["name"][:60], l.get("kernel", ""), round(l["averageMs"], 4)) for l in layers[:8]]
+        out["layers"] = len(layers)
+    except (OSError, ValueError) as e:
+        out["top_layers"] = str(e)[:100]
     out.update(ok=cold["ok"] and warm["ok"] and check["ok"], build_cold_ms=cold["build_ms"],
                build_warm_ms=warm["build_ms"], median_ms=warm["gpu_median_ms"] or cold["gpu_median_ms"],
                fallback_lines=cold["fallback_lines"])
