@@ -254,32 +254,6 @@ struct PadPlan {
   int64_t in_strides[kMaxRank] = {};
 };
 
-// The device twin of pad_source_index (ops/shuffle/shuffle.h): the input index of output index o of one axis,
-// or -1 for the constant value.
-__device__ inline int64_t pad_source(int64_t o, int64_t dim, int64_t begin, int64_t end, PadMode mode) {
-  const int64_t lo = begin < 0 ? -begin : 0;
-  const int64_t n = dim - lo - (end < 0 ? -end : 0);
-  int64_t j = o - (begin > 0 ? begin : 0);
-  if (j >= 0 && j < n) return lo + j;
-  if (mode == PadMode::kConstant || n <= 0) return -1;
-  switch (mode) {
-    case PadMode::kEdge: j = j < 0 ? 0 : n - 1; break;
-    case PadMode::kWrap: j = ((j % n) + n) % n; break;
-    case PadMode::kReflect: {
-      if (n == 1) {
-        j = 0;
-        break;
-      }
-      const int64_t period = 2 * (n - 1);
-      j = ((j % period) + period) % period;
-      if (j >= n) j = period - j;
-      break;
-    }
-    default: break;
-  }
-  return lo + j;
-}
-
 template <class W>
 __global__ void pad_kernel(PadPlan p, const W* __restrict__ src, const W* __restrict__ value, W* __restrict__ dst,
                            int64_t n) {
@@ -291,7 +265,7 @@ __global__ void pad_kernel(PadPlan p, const W* __restrict__ src, const W* __rest
       const int64_t q = flat / p.out_dims[d];
       const int64_t o = flat - q * p.out_dims[d];
       flat = q;
-      const int64_t s = pad_source(o, p.in_dims[d], p.begin[d], p.end[d], p.mode);
+      const int64_t s = pad_source_index(o, p.in_dims[d], p.begin[d], p.end[d], p.mode);
       inside = inside && s >= 0;
       off += s * p.in_strides[d];
     }

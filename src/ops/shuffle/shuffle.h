@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "core/host_device.h"
 #include "kiln/dims.h"
 #include "ops/attrs.h"
 
@@ -90,9 +91,9 @@ struct PadAmounts {
 /// ONNX Pad's `pads` (2 * number of axes) for `axes` (empty: all axes).
 Result<PadAmounts> resolve_pads(int rank, std::span<const int64_t> pads, std::span<const int64_t> axes);
 
-/// Maps output index `o` of a padded axis to an input index, or -1 for the constant value.
+/// Maps output index `o` of a padded axis to an input index, or -1 for the constant value (host and device).
 /// The source is the input after cropping: [lo, lo + n) with lo = max(-begin, 0).
-inline int64_t pad_source_index(int64_t o, int64_t dim, int64_t begin, int64_t end, PadMode mode) {
+KILN_HD inline int64_t pad_source_index(int64_t o, int64_t dim, int64_t begin, int64_t end, PadMode mode) {
   const int64_t lo = begin < 0 ? -begin : 0;
   const int64_t n = dim - lo - (end < 0 ? -end : 0);
   int64_t j = o - (begin > 0 ? begin : 0);
