@@ -3,14 +3,19 @@
 // running maximum, a running sum and the output accumulators (online softmax, float32), so the score matrix never
 // exists; a warp owns 4 query rows: lane j scores key j of the tile, then every lane accumulates its columns of the
 // output. "wmma" (float16/bfloat16, head dims multiples of 16): the same walk with both products on tensor cores.
-// Head dims up to 128.
+// Head dims up to 128. "gemm" (all float types): the scores as a whole, scale * q @ k^T in float32, by one cuBLASLt
+// strided-batched GEMM, the masked softmax per row by a kernel (P in the input type), then P @ v by a second GEMM.
 #include <mma.h>
 
 #include <algorithm>
+#include <array>
+#include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/ref/attention.h"
@@ -272,6 +277,7 @@ Dims batch_dims_of(const Dims& d, const Dims& batch) {
 
 constexpr const char* kFma = "fma";
 constexpr const char* kWmma = "wmma";
+constexpr const char* kGemm = "gemm";
 
 template <class T>
 Status launch(KernelContext& ctx, bool use_wmma) {
@@ -325,6 +331,310 @@ Status launch(KernelContext& ctx, bool use_wmma) {
   return cuda::check(cudaGetLastError(), "attention kernel launch");
 }
 
+// ---- tactic "gemm": scores = scale * q @ k^T (cuBLASLt, float32 out), softmax rows (kernel), out = P @ v ----
+
+constexpr int kSoftmaxWarps = 8;  // rows per block: one warp per row
+constexpr int kSoftmaxThreads = kSoftmaxWarps * 32;
+constexpr int64_t kMaxGemmDim = std::numeric_limits<int32_t>::max();
+constexpr size_t kScratchAlign = 256;
+
+template <class T>
+struct SoftmaxArgs {
+  float* scores;  // [rows, sk]: scale * q @ k^T; the mask is added in place
+  T* p;           // [rows, sk]: the probabilities (may be `scores` itself when T is float)
+  const T* mask;  // may be null
+  int64_t rows, sk;
+  int64_t mask_col_step;  // 1, or 0 when the mask broadcasts over the keys
+  BroadcastIndexer mask_at;
+};
+
+// Row r = b * S + i of the scores: add the mask row, then the max-subtracted softmax in float32. Each lane keeps the
+// same columns in every pass, so writing the masked scores (and P, when it aliases them) in place needs no barrier.
+template <class T>
+__global__ void __launch_bounds__(kSoftmaxThreads) attention_softmax_kernel(SoftmaxArgs<T> a) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kSoftmaxWarps;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kSoftmaxWarps + (threadIdx.x >> 5); row < a.rows;
+       row += warps) {
+    float* x = a.scores + row * a.sk;
+    T* p = a.p + row * a.sk;
+    const T* m = a.mask ? a.mask + a.mask_at(row * a.sk) : nullptr;
+    float mx = -INFINITY;
+    for (int64_t j = lane; j < a.sk; j += 32) {
+      float v = x[j];
+      if (m) {
+        v += to_float(m[j * a.mask_col_step]);
+        x[j] = v;
+      }
+      mx = fmaxf(mx, v);
+    }
+    mx = cuda::warp_max(mx);
+    float sum = 0.f;
+    for (int64_t j = lane; j < a.sk; j += 32) {
+      const float v = x[j];
+      if (v != -INFINITY) sum += expf(v - mx);
+    }
+    sum = cuda::warp_sum(sum);
+    const float inv = 1.f / sum;  // a row masked out entirely: 0 * inf = NaN, as the reference gives
+    for (int64_t j = lane; j < a.sk; j += 32) {
+      const float v = x[j];
+      p[j] = from_float<T>((v == -INFINITY ? 0.f : expf(v - mx)) * inv);
+    }
+  }
+}
+
+template <class T>
+Status launch_softmax(float* scores, void* p, const void* mask, const Dims& mask_dims, const AttentionShape& s,
+                      cudaStream_t stream) {
+  const SoftmaxArgs<T> a{
+      .scores = scores,
+      .p = static_cast<T*>(p),
+      .mask = static_cast<const T*>(mask),
+      .rows = s.batch.numel() * s.s,
+      .sk = s.sk,
+      .mask_col_step = mask && mask_dims.rank() > 0 && mask_dims[mask_dims.rank() - 1] != 1 ? 1 : 0,
+      .mask_at = BroadcastIndexer(mask ? mask_dims : Dims{}, s.scores()),
+  };
+  const int64_t blocks = (a.rows + kSoftmaxWarps - 1) / kSoftmaxWarps;
+  attention_softmax_kernel<T>
+      <<<static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, int64_t{1} << 20)), kSoftmaxThreads, 0, stream>>>(a);
+  return cuda::check(cudaGetLastError(), "attention softmax kernel launch");
+}
+
+bool present(const std::vector<TensorDesc>& in, int i) { return i < static_cast<int>(in.size()) && in[i].present; }
+
+// The problem as GEMMs. The batch splits into outer dims (one pair of GEMMs each) and the longest run of inner dims
+// over which each of q, k and v is either complete (a strided batch) or broadcast (batch stride 0).
+struct GemmLayout {
+  AttentionShape shape;
+  bool work = false;                          // anything to multiply (no empty output, Sk > 0)
+  cuda::GemmProblem qk;                       // scores [inner, S, Sk] (float32) = scale * q @ k^T
+  cuda::GemmProblem pv;                       // out [inner, S, Dv] = P @ v
+  int64_t inner = 1;                          // batch entries per GEMM
+  std::vector<std::array<int64_t, 3>> calls;  // per outer entry: element offsets of q, k and v
+};
+
+// The largest power of two (at most 16) dividing every byte offset: what a GEMM may assume of its pointers when the
+// buffers themselves are 16-byte aligned.
+int alignment_of(const std::vector<int64_t>& byte_offsets) {
+  uint64_t bits = 16;
+  for (int64_t o : byte_offsets) bits |= static_cast<uint64_t>(o);
+  return static_cast<int>(bits & (~bits + 1));
+}
+
+Result<GemmLayout> gemm_layout(const std::vector<TensorDesc>& in, float scale) {
+  const bool masked = present(in, 3);
+  GemmLayout l;
+  KILN_ASSIGN_OR_RETURN(l.shape, attention_shape(in[0].dims, in[1].dims, in[2].dims, masked ? &in[3].dims : nullptr));
+  const AttentionShape& s = l.shape;
+  const DataType dtype = in[0].dtype;
+  l.work = s.batch.numel() > 0 && s.s > 0 && s.dv > 0 && s.sk > 0;
+  if (s.d == 0)
+    return unsupported("cuda.attention tactic gemm needs a head dim D > 0 (the scores are a product over D)");
+  if (s.s > kMaxGemmDim || s.sk > kMaxGemmDim || s.d > kMaxGemmDim || s.dv > kMaxGemmDim)
+    return unsupported("cuda.attention tactic gemm takes sizes below 2^31; this problem has S = ", s.s, ", Sk = ", s.sk,
+                       ", D = ", s.d, ", Dv = ", s.dv);
+  const Dims& batch = s.batch;
+  const int br = batch.rank();
+  const Dims qb = batch_dims_of(in[0].dims, batch), kb = batch_dims_of(in[1].dims, batch),
+             vb = batch_dims_of(in[2].dims, batch);
+  auto uniform = [&](const Dims& x, int from) {
+    bool full = false, broadcast = false;
+    for (int i = from; i < br; ++i) {
+      if (batch[i] == 1) continue;
+      (x[i] == 1 ? broadcast : full) = true;
+    }
+    return !(full && broadcast);
+  };
+  int split = br;
+  while (split > 0 && uniform(qb, split - 1) && uniform(kb, split - 1) && uniform(vb, split - 1)) --split;
+  Dims outer, q_outer, k_outer, v_outer;
+  bool q_full = false, k_full = false, v_full = false;
+  for (int i = 0; i < br; ++i) {
+    if (i < split) {
+      outer.push_back(batch[i]);
+      q_outer.push_back(qb[i]);
+      k_outer.push_back(kb[i]);
+      v_outer.push_back(vb[i]);
+      continue;
+    }
+    l.inner *= batch[i];
+    q_full |= batch[i] != 1 && qb[i] != 1;
+    k_full |= batch[i] != 1 && kb[i] != 1;
+    v_full |= batch[i] != 1 && vb[i] != 1;
+  }
+  if (l.inner > kMaxGemmDim)
+    return unsupported("cuda.attention tactic gemm takes strided batches below 2^31 entries, not ", l.inner);
+  const int64_t q_matrix = s.s * s.d, k_matrix = s.sk * s.d, v_matrix = s.sk * s.dv;
+  const int64_t scores_matrix = s.s * s.sk, out_matrix = s.s * s.dv;
+  const BroadcastIndexer q_at(q_outer, outer), k_at(k_outer, outer), v_at(v_outer, outer);
+  const int64_t q_inner = q_full ? l.inner : 1, k_inner = k_full ? l.inner : 1, v_inner = v_full ? l.inner : 1;
+  for (int64_t o = 0; o < outer.numel(); ++o)
+    l.calls.push_back({q_at(o) * q_inner * q_matrix, k_at(o) * k_inner * k_matrix, v_at(o) * v_inner * v_matrix});
+
+  const auto elem = static_cast<int64_t>(dtype_size(dtype));
+  cuda::GemmProblem& qk = l.qk;
+  qk.dtype = dtype;
+  if (dtype != DataType::kFloat32) qk.out_dtype = DataType::kFloat32;
+  qk.m = s.s;
+  qk.n = s.sk;
+  qk.k = s.d;
+  qk.trans_b = true;  // k is [Sk, D]
+  qk.batch = l.inner;
+  qk.a_stride = q_full ? q_matrix : 0;
+  qk.b_stride = k_full ? k_matrix : 0;
+  qk.alpha = scale;
+  cuda::GemmProblem& pv = l.pv;
+  pv.dtype = dtype;
+  pv.m = s.s;
+  pv.n = s.dv;
+  pv.k = s.sk;
+  pv.batch = l.inner;
+  pv.a_stride = scores_matrix;
+  pv.b_stride = v_full ? v_matrix : 0;
+  std::vector<int64_t> qk_offsets{qk.a_stride * elem, qk.b_stride * elem, scores_matrix * 4};
+  std::vector<int64_t> pv_offsets{pv.a_stride * elem, pv.b_stride * elem, out_matrix * elem};
+  for (size_t o = 0; o < l.calls.size(); ++o) {
+    const auto first = static_cast<int64_t>(o) * l.inner;  // the call's first batch entry
+    qk_offsets.insert(qk_offsets.end(), {l.calls[o][0] * elem, l.calls[o][1] * elem, first * scores_matrix * 4});
+    pv_offsets.insert(pv_offsets.end(),
+                      {first * scores_matrix * elem, l.calls[o][2] * elem, first * out_matrix * elem});
+  }
+  qk.alignment = alignment_of(qk_offsets);
+  pv.alignment = alignment_of(pv_offsets);
+  return l;
+}
+
+bool static_inputs(const std::vector<TensorDesc>& in) {
+  for (const TensorDesc& d : in)
+    if (d.present && !d.dims.is_static()) return false;
+  return true;
+}
+
+// Whether `a` and `b` have the same inputs and shapes (a missing trailing entry counts as absent).
+bool same_shapes(const std::vector<TensorDesc>& a, const std::vector<TensorDesc>& b) {
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const bool in_a = present(a, static_cast<int>(i)), in_b = present(b, static_cast<int>(i));
+    if (in_a != in_b || (in_a && a[i].dims != b[i].dims)) return false;
+  }
+  return true;
+}
+
+size_t round_up(size_t bytes) { return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign; }
+
+class AttentionGemm final : public Kernel {
+ public:
+  explicit AttentionGemm(float scale) : scale_(scale) {}
+
+  // Plans both GEMMs and the scratch for these shapes: [cuBLASLt workspace][scores, float32][P, input type; for
+  // float32 P overwrites the scores].
+  Status plan(const std::vector<TensorDesc>& in) {
+    KILN_ASSIGN_OR_RETURN(GemmLayout l, gemm_layout(in, scale_));
+    std::unique_ptr<cuda::GemmPlan> qk, pv;
+    size_t workspace = 0, scores_at = 0, p_at = 0, total = 0;
+    if (l.work) {
+      KILN_ASSIGN_OR_RETURN(qk, cuda::GemmPlan::create(l.qk, ""));
+      KILN_ASSIGN_OR_RETURN(pv, cuda::GemmPlan::create(l.pv, ""));
+      const auto scores = static_cast<size_t>(l.shape.batch.numel() * l.shape.s * l.shape.sk);
+      const DataType dtype = in[0].dtype;
+      scores_at = round_up(std::max(qk->workspace_bytes(), pv->workspace_bytes()));
+      p_at = scores_at;
+      total = scores_at + round_up(scores * sizeof(float));
+      if (dtype != DataType::kFloat32) {
+        p_at = total;
+        total += round_up(scores * dtype_size(dtype));
+      }
+      workspace = scores_at;
+    }
+    layout_ = std::move(l);
+    qk_ = std::move(qk);
+    pv_ = std::move(pv);
+    workspace_ = workspace;
+    scores_at_ = scores_at;
+    p_at_ = p_at;
+    total_ = total;
+    shapes_ = in;
+    planned_ = true;
+    return Status::ok();
+  }
+
+  std::string detail() const override {
+    if (!qk_ || !pv_) return "";
+    std::string s = str_cat("scores: ", qk_->detail(), "; softmax kernel; out: ", pv_->detail());
+    if (layout_.calls.size() > 1) s += str_cat(" (x ", layout_.calls.size(), " calls each)");
+    return s;
+  }
+  size_t workspace_bytes() const override { return total_; }
+
+  Status run(KernelContext& ctx) override {
+    Tensor& y = ctx.dst[0];
+    if (y.numel() == 0) return Status::ok();
+    const cudaStream_t stream = cuda::native(ctx.stream);
+    std::vector<TensorDesc> in;
+    for (const Tensor& t : ctx.src) in.push_back({t.dtype(), t.dims(), t.defined()});
+    if (!planned_ || !same_shapes(in, shapes_)) KILN_RETURN_IF_ERROR(plan(in));
+    const AttentionShape& s = layout_.shape;
+    if (!layout_.work)  // no keys: softmax over nothing, then a product over nothing: zeros
+      return cuda::check(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream), "cudaMemsetAsync (Attention with no keys)");
+    KILN_ASSIGN_OR_RETURN(void* base, scratch_.get(ctx.allocator, total_, "Attention scores", stream));
+    char* const scratch = static_cast<char*>(base);
+    void* const workspace = workspace_ ? scratch : nullptr;
+    auto* const scores = reinterpret_cast<float*>(scratch + scores_at_);
+    char* const p = scratch + p_at_;
+    const DataType dtype = y.dtype();
+    const auto elem = static_cast<int64_t>(dtype_size(dtype));
+    const int device = ctx.stream.device().index;
+    const char* q = static_cast<const char*>(ctx.src[0].raw());
+    const char* k = static_cast<const char*>(ctx.src[1].raw());
+    const char* v = static_cast<const char*>(ctx.src[2].raw());
+    const int64_t scores_matrix = s.s * s.sk, out_matrix = s.s * s.dv;
+    for (size_t o = 0; o < layout_.calls.size(); ++o) {
+      const auto first = static_cast<int64_t>(o) * layout_.inner;
+      KILN_RETURN_IF_ERROR(qk_->run(stream, device, q + layout_.calls[o][0] * elem, k + layout_.calls[o][1] * elem,
+                                    nullptr, nullptr, scores + first * scores_matrix, workspace));
+    }
+    const bool masked = ctx.src.size() > 3 && ctx.src[3].defined();
+    const void* mask = masked ? ctx.src[3].raw() : nullptr;
+    const Dims mask_dims = masked ? ctx.src[3].dims() : Dims{};
+    switch (dtype) {
+      case DataType::kFloat32:
+        KILN_RETURN_IF_ERROR(launch_softmax<float>(scores, p, mask, mask_dims, s, stream));
+        break;
+      case DataType::kFloat16:
+        KILN_RETURN_IF_ERROR(launch_softmax<__half>(scores, p, mask, mask_dims, s, stream));
+        break;
+      case DataType::kBFloat16:
+        KILN_RETURN_IF_ERROR(launch_softmax<__nv_bfloat16>(scores, p, mask, mask_dims, s, stream));
+        break;
+      default: return unsupported("Attention of ", dtype_name(dtype));
+    }
+    char* out = static_cast<char*>(y.raw());
+    for (size_t o = 0; o < layout_.calls.size(); ++o) {
+      const auto first = static_cast<int64_t>(o) * layout_.inner;
+      KILN_RETURN_IF_ERROR(pv_->run(stream, device, p + first * scores_matrix * elem, v + layout_.calls[o][2] * elem,
+                                    nullptr, nullptr, out + first * out_matrix * elem, workspace));
+    }
+    return Status::ok();
+  }
+
+ private:
+  float scale_;
+  bool planned_ = false;
+  std::vector<TensorDesc> shapes_;  // what the plan is for
+  GemmLayout layout_;
+  std::unique_ptr<cuda::GemmPlan> qk_, pv_;
+  size_t workspace_ = 0, scores_at_ = 0, p_at_ = 0, total_ = 0;  // scratch: sizes and offsets in bytes
+  cuda::DeviceScratch scratch_;
+};
+
+// The gemm tactic takes problems of static shapes whose sizes cuBLASLt takes (supports checked the rest).
+Status gemm_fits(const OpCall& call) {
+  if (!static_inputs(call.inputs))
+    return unsupported("cuda.attention tactic gemm plans its GEMMs for static shapes; this problem has ",
+                       call.to_string());
+  return gemm_layout(call.inputs, call.attrs_as<AttentionAttrs>().scale).status();
+}
+
 Status run_attention(KernelContext& ctx, bool use_wmma) {
   switch (ctx.src[0].dtype()) {
     case DataType::kFloat32: return launch<float>(ctx, false);
@@ -360,8 +670,10 @@ bool wmma_fits(const OpCall& call) {
 }
 
 std::vector<std::string> attention_tactics(const OpCall& call) {
-  if (wmma_fits(call)) return {kFma, kWmma};
-  return {kFma};
+  std::vector<std::string> tactics{kFma};
+  if (wmma_fits(call)) tactics.push_back(kWmma);
+  if (gemm_fits(call).is_ok()) tactics.push_back(kGemm);
+  return tactics;
 }
 
 Result<std::unique_ptr<Kernel>> create_attention(const OpCall& call) {
@@ -375,7 +687,15 @@ Result<std::unique_ptr<Kernel>> create_attention(const OpCall& call) {
           call.to_string());
     return stateless([](KernelContext& ctx) { return run_attention(ctx, true); })(call);
   }
-  return invalid_argument("cuda.attention has no tactic '", call.tactic, "' (it has fma and wmma)");
+  if (call.tactic == kGemm) {
+    const Status fits = gemm_fits(call);
+    if (!fits.is_ok())
+      return invalid_argument("cuda.attention tactic gemm does not take this problem: ", fits.message());
+    auto kernel = std::make_unique<AttentionGemm>(call.attrs_as<AttentionAttrs>().scale);
+    KILN_RETURN_IF_ERROR(kernel->plan(call.inputs));
+    return std::unique_ptr<Kernel>(std::move(kernel));
+  }
+  return invalid_argument("cuda.attention has no tactic '", call.tactic, "' (it has fma, wmma and gemm)");
 }
 
 KILN_REGISTER_KERNEL(KernelImpl{

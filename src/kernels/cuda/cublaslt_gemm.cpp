@@ -131,9 +131,9 @@ namespace {
 using Descriptors = std::unique_ptr<GemmPlan::Descriptors>;
 
 // A column-major layout of `rows` x `cols` with leading dimension `ld`, strided-batched when p.batch > 1.
-Status make_layout(cublasLtMatrixLayout_t& layout, const GemmProblem& p, uint64_t rows, uint64_t cols, int64_t ld,
-                   int64_t batch_stride) {
-  const cudaDataType_t type = *cuda_dtype(p.dtype);
+Status make_layout(cublasLtMatrixLayout_t& layout, const GemmProblem& p, DataType dtype, uint64_t rows, uint64_t cols,
+                   int64_t ld, int64_t batch_stride) {
+  const cudaDataType_t type = *cuda_dtype(dtype);
   KILN_RETURN_IF_ERROR(
       lt_check(cublasLtMatrixLayoutCreate(&layout, type, rows, cols, ld), "cublasLtMatrixLayoutCreate", p));
   if (p.batch == 1) return Status::ok();
@@ -164,11 +164,13 @@ Result<Descriptors> make_descriptors(const GemmProblem& p, cublasLtEpilogue_t ep
                "cublasLtMatmulDescSetAttribute(EPILOGUE)", p));
   const auto m = static_cast<uint64_t>(p.m), n = static_cast<uint64_t>(p.n), k = static_cast<uint64_t>(p.k);
   // Our b: [k, n] row-major is column-major n x k (ld n); transposed, [n, k] is column-major k x n (ld k).
-  KILN_RETURN_IF_ERROR(make_layout(d->a, p, p.trans_b ? k : n, p.trans_b ? n : k, p.trans_b ? p.k : p.n, p.b_stride));
+  KILN_RETURN_IF_ERROR(
+      make_layout(d->a, p, p.dtype, p.trans_b ? k : n, p.trans_b ? n : k, p.trans_b ? p.k : p.n, p.b_stride));
   // Our a: [m, k] row-major is column-major k x m (ld k); transposed, [k, m] is column-major m x k (ld m).
-  KILN_RETURN_IF_ERROR(make_layout(d->b, p, p.trans_a ? m : k, p.trans_a ? k : m, p.trans_a ? p.m : p.k, p.a_stride));
+  KILN_RETURN_IF_ERROR(
+      make_layout(d->b, p, p.dtype, p.trans_a ? m : k, p.trans_a ? k : m, p.trans_a ? p.m : p.k, p.a_stride));
   // y (and c): [m, n] row-major is column-major n x m (ld n).
-  KILN_RETURN_IF_ERROR(make_layout(d->c, p, n, m, p.n, p.m * p.n));
+  KILN_RETURN_IF_ERROR(make_layout(d->c, p, p.y_dtype(), n, m, p.n, p.m * p.n));
   KILN_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceCreate(&d->pref), "cublasLtMatmulPreferenceCreate", p));
   KILN_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceSetAttribute(d->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                      &kMaxWorkspace, sizeof(kMaxWorkspace)),
@@ -231,6 +233,7 @@ bool aligned(const void* ptr, int alignment) { return reinterpret_cast<uintptr_t
 
 std::string GemmProblem::to_string() const {
   std::string s = str_cat(dtype_name(dtype), " m=", m, " n=", n, " k=", k);
+  if (y_dtype() != dtype) s += str_cat(" (", dtype_name(y_dtype()), " out)");
   if (batch != 1) s += str_cat(" batch=", batch, " (strides a ", a_stride, ", b ", b_stride, ")");
   if (trans_a) s += " a transposed";
   if (trans_b) s += " b transposed";
@@ -276,6 +279,10 @@ Result<std::unique_ptr<GemmPlan>> GemmPlan::create(const GemmProblem& p, const s
     return unsupported("cuBLASLt GEMMs here take float32, float16 or bfloat16, not ", dtype_name(p.dtype));
   if (p.alignment < 1 || (p.alignment & (p.alignment - 1)) != 0)
     return internal_error("GEMM alignment ", p.alignment, " is not a power of two");
+  if (p.y_dtype() != p.dtype && (p.y_dtype() != DataType::kFloat32 || p.bias || p.activation.on))
+    return internal_error("the GEMM ", p.to_string(),
+                          " asks for another output type than its inputs' with a bias or an activation, or not "
+                          "float32; GemmPlan takes float32 out of float16/bfloat16 only without an epilogue");
   if (!plannable(p)) {
     // Nothing to multiply: no output, or K = 0 (y = beta * c + bias, then the activation, by own kernels).
     if (!tactic.empty())
@@ -307,11 +314,11 @@ Result<std::unique_ptr<GemmPlan>> GemmPlan::create(const GemmProblem& p, const s
   if (!cfg)
     return invalid_argument("'", tactic, "' is not a cuBLASLt tactic (expected a<id>-t<tile>-s<stages>-k<splitK>-",
                             "r<reduction>-w<swizzle>-c<custom>-i<inner>-l<cluster>); rebuild the engine");
-  const cudaDataType_t type = *cuda_dtype(p.dtype);
+  const cudaDataType_t type = *cuda_dtype(p.dtype), y_type = *cuda_dtype(p.y_dtype());
   cublasLtMatmulAlgo_t algo{};
   const std::string what = str_cat("tactic '", tactic, "'");
   KILN_RETURN_IF_ERROR(
-      lt_check(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, type, type, type, type, cfg->id, &algo),
+      lt_check(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, type, type, y_type, y_type, cfg->id, &algo),
                str_cat("cublasLtMatmulAlgoInit (", what, ")").c_str(), p));
   const auto inner = static_cast<uint16_t>(cfg->inner), cluster = static_cast<uint16_t>(cfg->cluster);
   const struct {
@@ -359,9 +366,9 @@ Status GemmPlan::run(cudaStream_t stream, int device, const void* a, const void*
   const int64_t count = p.batch * p.m * p.n;
   if (!d_) {  // K = 0
     const Dims out{p.batch * p.m, p.n};
-    KILN_RETURN_IF_ERROR(gemm_fill(p.dtype, y, out, p.with_c ? c : nullptr, out, p.beta, p.bias ? bias : nullptr,
+    KILN_RETURN_IF_ERROR(gemm_fill(p.y_dtype(), y, out, p.with_c ? c : nullptr, out, p.beta, p.bias ? bias : nullptr,
                                    Dims{p.n}, 1.f, stream));
-    return gemm_activation(p.dtype, y, count, p.activation, stream);
+    return gemm_activation(p.y_dtype(), y, count, p.activation, stream);
   }
   const struct {
     const void* ptr;
@@ -381,7 +388,7 @@ Status GemmPlan::run(cudaStream_t stream, int device, const void* a, const void*
   KILN_RETURN_IF_ERROR(lt_check(cublasLtMatmul(h, d_->op, &alpha, b, d_->a, a, d_->b, &beta, p.with_c ? c : y, d_->c, y,
                                                d_->c, &algo_, workspace, workspace_, stream),
                                 str_cat("cublasLtMatmul (", tactic_, ")").c_str(), p));
-  if (own_activation_) return gemm_activation(p.dtype, y, count, p.activation, stream);
+  if (own_activation_) return gemm_activation(p.y_dtype(), y, count, p.activation, stream);
   return Status::ok();
 }
 

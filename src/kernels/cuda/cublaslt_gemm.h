@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,9 @@ Result<cublasLtHandle_t> cublaslt_handle(int device);
 /// when trans_a), b is [k, n] ([n, k] when trans_b), y and c are [m, n] (c has y's layout and may be y itself),
 /// bias is [n]. Batch strides are in elements; 0 repeats one matrix for every batch.
 struct GemmProblem {
-  DataType dtype = DataType::kFloat32;
+  DataType dtype = DataType::kFloat32;  ///< a's and b's type (and y's and c's unless out_dtype says otherwise)
+  /// y's (and c's) type when it is not `dtype`: float32 out of float16/bfloat16 inputs (no bias or activation).
+  std::optional<DataType> out_dtype;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   int64_t batch = 1;
@@ -41,6 +44,7 @@ struct GemmProblem {
   /// The alignment in bytes every pointer passed to `run` is promised to have (the heuristic relies on it).
   int alignment = 16;
 
+  DataType y_dtype() const { return out_dtype.value_or(dtype); }
   std::string to_string() const;
 };
 

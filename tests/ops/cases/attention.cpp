@@ -28,6 +28,11 @@ KILN_OP_CASES(attention) {
       {"broadcast batch", {2, 3, 5, 4}, {3, 6, 4}, {1, 3, 6, 2}, Dims{1}},
       {"S 70 over row blocks", {2, 70, 16}, {2, 33, 16}, {2, 33, 16}, Dims{2, 1, 33}},
       {"no keys", {2, 3, 4}, {2, 0, 4}, {2, 0, 5}, std::nullopt},
+      // Batch layouts of the CUDA gemm tactic: k and v shared by every batch entry (batch stride 0), q shared, and v
+      // broadcast over the inner batch dim while complete over the outer one (one strided batch per outer entry).
+      {"k v shared over the batch", {2, 3, 5, 8}, {7, 8}, {7, 4}, Dims{3, 1, 7}},
+      {"q shared over the batch", {5, 8}, {2, 3, 7, 8}, {2, 3, 7, 4}, Dims{2, 1, 5, 7}},
+      {"v broadcast over heads", {2, 3, 4, 8}, {2, 3, 6, 8}, {2, 1, 6, 8}, Dims{1, 3, 1, 6}},
   };
   for (const Shapes& s : shapes) {
     std::vector<InputSpec> inputs{uniform(s.q), uniform(s.k), uniform(s.v)};
@@ -50,6 +55,12 @@ KILN_OP_CASES(attention) {
       {"S 50 Sk 100 D 128 padding mask", {1, 2, 50, 128}, {1, 2, 100, 128}, {1, 2, 100, 128}, {1, 1, 1, 100}, 0.088f},
       {"S 19 Sk 70 D 128 Dv 64 mask [S,Sk]", {2, 19, 128}, {2, 70, 128}, {2, 70, 64}, {19, 70}, 0.088f},
       {"S 1 Sk 33 D 40 Dv 96", {3, 1, 40}, {3, 33, 40}, {3, 33, 96}, {3, 1, 33}, 0.25f},
+      {"BERT-like 2x12x128x64 padding mask",
+       {2, 12, 128, 64},
+       {2, 12, 128, 64},
+       {2, 12, 128, 64},
+       {2, 1, 1, 128},
+       0.125f},
   };
   for (const Tiled& t : tiled)
     cases.push_back({"Attention",
