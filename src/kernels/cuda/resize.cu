@@ -201,8 +201,8 @@ Status run_resize(KernelContext& ctx) {
   for (int d = 0; d < p.rank; ++d) {
     const ResizeAxis& ax = plan[d];
     if (ax.out != y.dims()[d])
-      return invalid_argument("Resize: output tensor has shape ", y.dims().to_string(), " but the inputs give ",
-                              ax.out, " on axis ", d);
+      return invalid_argument("Resize: output tensor has shape ", y.dims().to_string(), " but the inputs give ", ax.out,
+                              " on axis ", d);
     p.out_dims[d] = ax.out;
     p.ax[d] = AxisParams{ax.in, ax.out, ax.scale, ax.width, ax.roi_start, ax.roi_end};
   }

@@ -25,7 +25,7 @@
 namespace kiln {
 namespace {
 
-constexpr int64_t kSerialSteps = 256;     // the ordered pass's loop is short enough
+constexpr int64_t kSerialSteps = 256;       // the ordered pass's loop is short enough
 constexpr int64_t kOrderedThreads = 16384;  // the ordered pass has enough threads anyway
 
 template <class F>
@@ -290,8 +290,8 @@ Status run_scatter_nd(KernelContext& ctx) {
 struct ElementsPlan {
   int rank = 0;
   int axis = 0;
-  int64_t axis_size = 0;                 // data's
-  int64_t index_dims[kMaxRank] = {};     // indices' (= updates') dims
+  int64_t axis_size = 0;              // data's
+  int64_t index_dims[kMaxRank] = {};  // indices' (= updates') dims
   int64_t data_strides[kMaxRank] = {};
 };
 
@@ -440,7 +440,8 @@ Status one_hot_supports(const OpCall& call) {
   const DataType t = call.inputs[0].dtype;
   if (t == DataType::kBool || !shuffle::movable_dtype(t))
     return unsupported("indices are ", dtype_name(t), "; CUDA OneHot takes numeric indices");
-  if (!shuffle::movable_dtype(call.inputs[2].dtype)) return unsupported("values are ", dtype_name(call.inputs[2].dtype));
+  if (!shuffle::movable_dtype(call.inputs[2].dtype))
+    return unsupported("values are ", dtype_name(call.inputs[2].dtype));
   if (call.outputs[0].dtype != call.inputs[2].dtype) return unsupported("output dtype differs from 'values'");
   return Status::ok();
 }

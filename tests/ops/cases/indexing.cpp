@@ -112,6 +112,10 @@ KILN_OP_CASES(indexing) {
     OpCase big = gather_nd("rows 512 of 1000x128", 0, uniform({1000, 128}, -3, 3), ints({512, 1}, -1000, 999));
     big.dtypes = {DataType::kFloat32};
     c.push_back(big);
+    // More than 2^14 blocks of 256 outputs: the CUDA kernel's grid-stride loop runs.
+    OpCase huge = gather_nd("rows 6000 of 2000x1024", 0, uniform({2000, 1024}, -3, 3), ints({6000, 1}, -2000, 1999));
+    huge.dtypes = {DataType::kFloat32};
+    c.push_back(huge);
   }
 
   // ScatterND
@@ -131,6 +135,15 @@ KILN_OP_CASES(indexing) {
                             uniform({300, 256}, -2, 2));
     big.dtypes = {DataType::kFloat32};
     c.push_back(big);
+    // Many one-element tuples with duplicates: the CUDA kernel combines integers, bool and max/min atomically.
+    OpCase add = scatter_nd("20000 elements into 4096", R::kAdd, uniform({4096}, -2, 2), ints({20000, 1}, -4096, 4095),
+                            uniform({20000}, -2, 2));
+    add.dtypes = {DataType::kInt8, DataType::kUInt8, DataType::kInt32, DataType::kInt64, DataType::kBool};
+    c.push_back(add);
+    OpCase max = scatter_nd("20000 elements into 64x64", R::kMax, uniform({64, 64}, -2, 2), ints({20000, 2}, -64, 63),
+                            uniform({20000}, -2, 2));
+    max.dtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32};
+    c.push_back(max);
   }
 
   // ScatterElements
@@ -146,6 +159,15 @@ KILN_OP_CASES(indexing) {
                                   uniform({256, 384}, -2, 2));
     big.dtypes = {DataType::kFloat32};
     c.push_back(big);
+    // One long line (30000 updates into 5000): the CUDA kernel combines atomically where that is exact.
+    OpCase mul = scatter_elements("1-D 30000 into 5000", 0, R::kMul, uniform({5000}, -2, 2), ints({30000}, -5000, 4999),
+                                  uniform({30000}, -2, 2));
+    mul.dtypes = {DataType::kInt8, DataType::kUInt8, DataType::kInt32, DataType::kInt64, DataType::kBool};
+    c.push_back(mul);
+    OpCase min = scatter_elements("1-D 30000 into 5000", 0, R::kMin, uniform({5000}, -2, 2), ints({30000}, -5000, 4999),
+                                  uniform({30000}, -2, 2));
+    min.dtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kInt64};
+    c.push_back(min);
   }
 
   // TopK
@@ -193,6 +215,13 @@ KILN_OP_CASES(indexing) {
                  {fixed(DataType::kFloat32, {4}, {0, 2.7, -1, 3}), fixed(DataType::kFloat32, {1}, {3}),
                   case_values({2}, {-2, 3})},
                  kNumericTypes});
+    a.axis = 1;
+    OpCase big{"OneHot",
+               "depth 512 axis 1 of 32x300",
+               attrs(a),
+               {ints({32, 300}, -600, 600), fixed(i64, {}, {512}), case_values({2}, {0, 1})},
+               {DataType::kFloat32}};
+    c.push_back(big);
   }
   return c;
 }

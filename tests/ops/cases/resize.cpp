@@ -125,6 +125,13 @@ KILN_OP_CASES(resize) {
     OpCase nn = resize("nearest x2 1x16x64x64", a, {uniform({1, 16, 64, 64}, -3, 3), absent(), f32({4}, {1, 1, 2, 2})});
     nn.dtypes = {DataType::kFloat32};
     c.push_back(nn);
+    // More than 2^14 blocks of 256 outputs: the CUDA kernel's grid-stride loop runs.
+    a.nearest_mode = NM::kRoundPreferCeil;
+    a.coordinate_transformation_mode = CM::kHalfPixel;
+    OpCase big =
+        resize("nearest x2 1x20x256x256", a, {uniform({1, 20, 256, 256}, -3, 3), absent(), f32({4}, {1, 1, 2, 2})});
+    big.dtypes = {DataType::kFloat32};
+    c.push_back(big);
   }
   return c;
 }
