@@ -29,6 +29,8 @@ KILN_OP_CASES(nonzero) {
   c.push_back(nonzero("empty", case_values({0, 3}, {})));
   c.push_back(nonzero("random ints 4-D", ints({3, 4, 5, 6}, -1, 1, DataType::kInt32), {DataType::kInt32}));
   c.push_back(nonzero("random 64x1000", ints({64, 1000}, 0, 2, DataType::kInt8), {DataType::kInt8}));
+  // Millions of elements: CUB's select runs many tiles (the CUDA kernel).
+  c.push_back(nonzero("random 3-D 16x256x512", ints({16, 256, 512}, -1, 1, DataType::kInt32), {DataType::kInt32}));
   return c;
 }
 
