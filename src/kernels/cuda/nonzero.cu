@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <iterator>
 
+#include "kernels/common/shuffle_common.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/types.cuh"
@@ -117,7 +118,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .op = "NonZero",
     .backend = Backend::kCuda,
     .priority = 10,
-    .supports = reject_fp8,
+    .supports = [](const OpCall& call) { return shuffle::supports_movement(call); },
     .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
       return std::unique_ptr<Kernel>(std::make_unique<NonZeroKernel>());
     },

@@ -3,20 +3,28 @@
 // (which the reference reports as an error) cannot fail a kernel: GatherND gives zeros for that slice, the
 // scatters write nothing for that update, OneHot gives an all-off row (as the reference does).
 //
-// The scatters copy `data` to the output, then combine the updates into it:
+// The scatters copy `data` to the output, then combine the updates into it, in one of three ways:
 // - Ordered pass (deterministic, the reference's order): ScatterElements gives a thread to each line along the
 //   axis, which applies that line's updates in order (lines never collide); ScatterND gives a thread to each
 //   slice element, which applies every index tuple in order. Taken when the serial loop is short (<= 256 steps)
-//   or there are many threads anyway, and always for float add/mul (float sums depend on the order).
-// - Otherwise one thread per update: reduction 'none' stores directly (ONNX leaves the winner among duplicate
-//   indices undefined), exact reductions (integers and bool, every float max/min) use compare-and-swap atomics
-//   (1- and 2-byte elements swap their aligned 4-byte word, so buffers must be 4-byte aligned, as the allocator
-//   gives). A NaN meeting max/min keeps the reference's std::max/std::min asymmetry only in the ordered pass.
+//   or there are many threads anyway.
+// - Otherwise, for reduction 'none' and exact reductions (integers and bool, every float max/min): one thread per
+//   update; 'none' stores directly (ONNX leaves the winner among duplicate indices undefined), the reductions use
+//   compare-and-swap atomics (1- and 2-byte elements swap their aligned 4-byte word, so buffers must be 4-byte
+//   aligned, as the allocator gives). A NaN meeting max/min keeps std::max/std::min's asymmetry only in order.
+// - Otherwise (float add/mul, whose result depends on the order): sorted pass. Each update gets its target offset
+//   as a key, a stable radix sort (CUB) groups the updates by target keeping their order, and one thread per
+//   target applies its run of updates in that order: the reference's result, deterministically.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "kernels/common/indexing.h"
 #include "kernels/common/shuffle_common.h"
+#include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/indexing.cuh"
 #include "kernels/cuda/types.cuh"
@@ -216,6 +224,88 @@ Status copy_data(const Tensor& data, Tensor& out, cudaStream_t stream) {
                      "cudaMemcpyAsync");
 }
 
+// ---- the sorted pass -----------------------------------------------------------------------------------
+
+using Key = unsigned long long;  // target offset + 1; 0 for an update with an out-of-range index
+
+// Applies each run of equal keys (one target) in order; the thread at a run's head does the run.
+template <class T>
+__global__ void combine_runs_kernel(ScatterReduction r, const Key* __restrict__ keys, const int64_t* __restrict__ order,
+                                    const T* __restrict__ updates, T* __restrict__ out, int64_t n) {
+  for (int64_t i = cuda::thread_index(); i < n; i += cuda::thread_count()) {
+    const Key k = keys[i];
+    if (k == 0 || (i > 0 && keys[i - 1] == k)) continue;
+    T acc = out[k - 1];
+    for (int64_t j = i; j < n && keys[j] == k; ++j) acc = combine(r, acc, updates[order[j]]);
+    out[k - 1] = acc;
+  }
+}
+
+// Scratch of the sorted pass: keys and update numbers before and after the sort, and CUB's storage.
+struct SortBuffers {
+  Key* keys = nullptr;
+  Key* sorted_keys = nullptr;
+  int64_t* order = nullptr;
+  int64_t* sorted_order = nullptr;
+  void* temp = nullptr;
+  size_t temp_bytes = 0;
+  int end_bit = 64;
+};
+
+constexpr size_t align256(size_t b) { return (b + 255) / 256 * 256; }
+
+Result<SortBuffers> sort_buffers(KernelContext& ctx, cuda::DeviceScratch& scratch, int64_t n, int64_t targets,
+                                 cudaStream_t stream) {
+  SortBuffers b;
+  b.end_bit = std::max(1, static_cast<int>(std::bit_width(static_cast<uint64_t>(targets) + 1)));
+  KILN_RETURN_IF_ERROR(
+      cuda::check(cub::DeviceRadixSort::SortPairs(nullptr, b.temp_bytes, static_cast<const Key*>(nullptr),
+                                                  static_cast<Key*>(nullptr), static_cast<const int64_t*>(nullptr),
+                                                  static_cast<int64_t*>(nullptr), n, 0, b.end_bit, stream),
+                  "cub::DeviceRadixSort::SortPairs (size query)"));
+  const size_t array = align256(static_cast<size_t>(n) * 8);
+  KILN_ASSIGN_OR_RETURN(
+      void* base, scratch.get(ctx.allocator, 4 * array + align256(b.temp_bytes) + 256, "scatter sort scratch", stream));
+  char* p = static_cast<char*>(base);
+  b.keys = reinterpret_cast<Key*>(p);
+  b.sorted_keys = reinterpret_cast<Key*>(p + array);
+  b.order = reinterpret_cast<int64_t*>(p + 2 * array);
+  b.sorted_order = reinterpret_cast<int64_t*>(p + 3 * array);
+  b.temp = p + 4 * array;
+  return b;
+}
+
+// Sorts the keys filled by the caller (with order[i] = i) and combines the runs.
+template <class T>
+Status sort_and_combine(const SortBuffers& b, ScatterReduction r, const T* updates, T* out, int64_t n,
+                        cudaStream_t stream) {
+  size_t temp_bytes = b.temp_bytes;
+  KILN_RETURN_IF_ERROR(cuda::check(cub::DeviceRadixSort::SortPairs(b.temp, temp_bytes, b.keys, b.sorted_keys, b.order,
+                                                                   b.sorted_order, n, 0, b.end_bit, stream),
+                                   "cub::DeviceRadixSort::SortPairs"));
+  combine_runs_kernel<T>
+      <<<cuda::blocks_for(n), cuda::kThreads, 0, stream>>>(r, b.sorted_keys, b.sorted_order, updates, out, n);
+  return cuda::check(cudaGetLastError(), "scatter combine kernel launch");
+}
+
+/// A scatter kernel instance: keeps the sorted pass's scratch between runs.
+class ScatterKernel final : public Kernel {
+ public:
+  using Fn = Status (*)(KernelContext&, cuda::DeviceScratch&);
+  explicit ScatterKernel(Fn fn) : fn_(fn) {}
+  Status run(KernelContext& ctx) override { return fn_(ctx, scratch_); }
+
+ private:
+  Fn fn_;
+  cuda::DeviceScratch scratch_;
+};
+
+CreateFn scatter_create(ScatterKernel::Fn fn) {
+  return [fn](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(std::make_unique<ScatterKernel>(fn));
+  };
+}
+
 // ---- ScatterND ----------------------------------------------------------------------------------------
 
 // One thread per slice element e: every tuple in order.
@@ -246,7 +336,19 @@ __global__ void scatter_nd_parallel_kernel(TupleMap map, ScatterReduction r, con
   }
 }
 
-Status run_scatter_nd(KernelContext& ctx) {
+// Keys of the sorted pass: update i = (t, e) targets offset(t) + e.
+template <class I>
+__global__ void scatter_nd_keys_kernel(TupleMap map, const I* __restrict__ indices, Key* __restrict__ keys,
+                                       int64_t* __restrict__ order, int64_t slice, int64_t n) {
+  for (int64_t i = cuda::thread_index(); i < n; i += cuda::thread_count()) {
+    const int64_t t = i / slice, e = i - t * slice;
+    const int64_t off = map.offset(indices, t);
+    keys[i] = off < 0 ? Key{0} : static_cast<Key>(off + e) + 1;
+    order[i] = i;
+  }
+}
+
+Status run_scatter_nd(KernelContext& ctx, cuda::DeviceScratch& scratch) {
   const Tensor& data = ctx.src[0];
   const Tensor& indices = ctx.src[1];
   const Tensor& updates = ctx.src[2];
@@ -266,22 +368,35 @@ Status run_scatter_nd(KernelContext& ctx) {
     return invalid_argument("ScatterND: 'updates' has ", updates.numel(), " elements; the indices address ",
                             tuples * slice);
   const TupleMap map = tuple_map(data.dims(), 0, static_cast<int>(m));
-  const bool ordered = tuples <= kSerialSteps || slice >= kOrderedThreads || !exact_unordered(data.dtype(), red);
+  const int64_t n = tuples * slice;
+  const bool ordered = tuples <= kSerialSteps || slice >= kOrderedThreads;
+  const bool sorted = !ordered && !exact_unordered(data.dtype(), red);
+  SortBuffers sb;
+  if (sorted) {
+    KILN_ASSIGN_OR_RETURN(sb, sort_buffers(ctx, scratch, n, out.numel(), stream));
+  }
   bool known = false;
+  Status status = Status::ok();
   dispatch_scatter(data.dtype(), [&](auto tag) {
     using T = cuda::type_of<decltype(tag)>;
     known = dispatch_index(indices.dtype(), [&](auto ti) {
       using I = cuda::type_of<decltype(ti)>;
-      if (ordered)
+      if (ordered) {
         scatter_nd_ordered_kernel<T, I><<<cuda::blocks_for(slice), cuda::kThreads, 0, stream>>>(
             map, red, indices.data<I>(), updates.data<T>(), out.data<T>(), tuples, slice);
-      else
-        scatter_nd_parallel_kernel<T, I><<<cuda::blocks_for(tuples * slice), cuda::kThreads, 0, stream>>>(
-            map, red, indices.data<I>(), updates.data<T>(), out.data<T>(), slice, tuples * slice);
+      } else if (sorted) {
+        scatter_nd_keys_kernel<I>
+            <<<cuda::blocks_for(n), cuda::kThreads, 0, stream>>>(map, indices.data<I>(), sb.keys, sb.order, slice, n);
+        (void)(status = sort_and_combine<T>(sb, red, updates.data<T>(), out.data<T>(), n, stream));
+      } else {
+        scatter_nd_parallel_kernel<T, I><<<cuda::blocks_for(n), cuda::kThreads, 0, stream>>>(
+            map, red, indices.data<I>(), updates.data<T>(), out.data<T>(), slice, n);
+      }
     });
   });
   if (!known)
     return unsupported("ScatterND of ", dtype_name(data.dtype()), " with ", dtype_name(indices.dtype()), " indices");
+  KILN_RETURN_IF_ERROR(status);
   return cuda::check(cudaGetLastError(), "scatter_nd kernel launch");
 }
 
@@ -343,7 +458,20 @@ __global__ void scatter_elements_parallel_kernel(ElementsPlan p, ScatterReductio
   }
 }
 
-Status run_scatter_elements(KernelContext& ctx) {
+// Keys of the sorted pass: update f targets its element of out.
+template <class I>
+__global__ void scatter_elements_keys_kernel(ElementsPlan p, const I* __restrict__ indices, Key* __restrict__ keys,
+                                             int64_t* __restrict__ order, int64_t n) {
+  for (int64_t f = cuda::thread_index(); f < n; f += cuda::thread_count()) {
+    int64_t idx;
+    keys[f] = wrap(idx, indices[f], p.axis_size)
+                  ? static_cast<Key>(element_base(p, f) + idx * p.data_strides[p.axis]) + 1
+                  : Key{0};
+    order[f] = f;
+  }
+}
+
+Status run_scatter_elements(KernelContext& ctx, cuda::DeviceScratch& scratch) {
   const Tensor& data = ctx.src[0];
   const Tensor& indices = ctx.src[1];
   const Tensor& updates = ctx.src[2];
@@ -366,24 +494,35 @@ Status run_scatter_elements(KernelContext& ctx) {
   for (int d = 0; d < p.rank; ++d) p.index_dims[d] = indices.dims()[d];
   const AxisSplit split(indices.dims(), axis);
   const int64_t lines = split.outer * split.inner;
-  const bool ordered =
-      split.size <= kSerialSteps || lines >= kOrderedThreads || !exact_unordered(data.dtype(), a.reduction);
+  const bool ordered = split.size <= kSerialSteps || lines >= kOrderedThreads;
+  const bool sorted = !ordered && !exact_unordered(data.dtype(), a.reduction);
+  SortBuffers sb;
+  if (sorted) {
+    KILN_ASSIGN_OR_RETURN(sb, sort_buffers(ctx, scratch, n, out.numel(), stream));
+  }
   bool known = false;
+  Status status = Status::ok();
   dispatch_scatter(data.dtype(), [&](auto tag) {
     using T = cuda::type_of<decltype(tag)>;
     known = dispatch_index(indices.dtype(), [&](auto ti) {
       using I = cuda::type_of<decltype(ti)>;
-      if (ordered)
+      if (ordered) {
         scatter_elements_ordered_kernel<T, I><<<cuda::blocks_for(lines), cuda::kThreads, 0, stream>>>(
             p, a.reduction, indices.data<I>(), updates.data<T>(), out.data<T>(), split.inner, lines);
-      else
+      } else if (sorted) {
+        scatter_elements_keys_kernel<I>
+            <<<cuda::blocks_for(n), cuda::kThreads, 0, stream>>>(p, indices.data<I>(), sb.keys, sb.order, n);
+        (void)(status = sort_and_combine<T>(sb, a.reduction, updates.data<T>(), out.data<T>(), n, stream));
+      } else {
         scatter_elements_parallel_kernel<T, I><<<cuda::blocks_for(n), cuda::kThreads, 0, stream>>>(
             p, a.reduction, indices.data<I>(), updates.data<T>(), out.data<T>(), n);
+      }
     });
   });
   if (!known)
     return unsupported("ScatterElements of ", dtype_name(data.dtype()), " with ", dtype_name(indices.dtype()),
                        " indices");
+  KILN_RETURN_IF_ERROR(status);
   return cuda::check(cudaGetLastError(), "scatter_elements kernel launch");
 }
 
@@ -465,7 +604,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .backend = Backend::kCuda,
     .priority = 10,
     .supports = scatter_supports,
-    .create = stateless(run_scatter_nd),
+    .create = scatter_create(run_scatter_nd),
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -474,7 +613,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .backend = Backend::kCuda,
     .priority = 10,
     .supports = scatter_supports,
-    .create = stateless(run_scatter_elements),
+    .create = scatter_create(run_scatter_elements),
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
