@@ -171,6 +171,12 @@ Status layout_nhwc(PassContext& ctx) {
     std::unique_ptr<Attrs> attrs = channels_last_attrs(*n);
     if (!attrs) continue;
     const std::string name = n->name, op = n->op();
+    const DataType dt = n->inputs[0]->dtype;
+    if (ctx.layout().reduced_precision_only && dt != DataType::kFloat16 && dt != DataType::kBFloat16) {
+      ctx.refused(str_cat("'", name, "' (", op, ") channels-last: it runs in ", dtype_name(dt),
+                          "; only float16 and bfloat16 layers go NHWC here (tensor-core kernels)"));
+      continue;
+    }
     if (Status st = rewrite.convert(n, std::move(attrs)); !st.is_ok()) {
       ctx.refused(str_cat("'", name, "' (", op, ") channels-last: ", st.message()));
       continue;

@@ -30,6 +30,9 @@ struct LayoutOptions {
   /// layout-nhwc: 2-D convolutions and pooling channels-last where the backend has such kernels (the builder sets it
   /// for CUDA; other backends may ask for it, their hook deciding).
   bool channels_last = false;
+  /// Only layers in float16 / bfloat16 (the CUDA builder: cuDNN's NHWC gain is its tensor-core kernels; float32 has
+  /// none, and NCHW stays its faster layout).
+  bool reduced_precision_only = false;
 };
 
 class PassContext {

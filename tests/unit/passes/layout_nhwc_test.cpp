@@ -14,7 +14,10 @@ using namespace pass_test;
 
 Value* conv(Graph& g, const std::string& name, Value* x, int64_t out_channels, int64_t group = 1) {
   const int64_t in_channels = x->dims[1];
-  Value* w = constant(g, name + ".w", ramp({out_channels, in_channels / group, 3, 3}, -0.3f, 0.013f));
+  // Distinct weights per layer (group changes the start), so common-subexpression removal keeps them apart.
+  Value* w =
+      constant(g, name + ".w",
+               ramp({out_channels, in_channels / group, 3, 3}, -0.3f + 0.07f * static_cast<float>(group), 0.013f));
   Value* b = constant(g, name + ".b", ramp({out_channels}, -0.1f, 0.05f));
   auto a = std::make_unique<ConvolutionAttrs>();
   a->pads = {1, 1, 1, 1};
@@ -152,6 +155,38 @@ TEST(LayoutNhwc, TheCpuBuilderDoesNotRunIt) {
   ASSERT_EQ(refused.size(), 3u);
   EXPECT_NE(refused[0].find("NCHW"), std::string::npos) << refused[0];
   EXPECT_TRUE(nodes_of(*o, "Shuffle").empty());
+
+  // The CUDA builder's setting: float32 layers stay NCHW.
+  auto f = g->clone();
+  PassOptions half_only = channels_last(Backend::kRef);
+  half_only.layout.reduced_precision_only = true;
+  OptimizerReport r2;
+  ASSERT_TRUE(run_passes(*f, half_only, &r2).is_ok());
+  EXPECT_TRUE(applied_by(r2, "layout-nhwc").empty());
+  ASSERT_EQ(refused_by(r2, "layout-nhwc").size(), 3u);
+  EXPECT_NE(refused_by(r2, "layout-nhwc")[0].find("float32"), std::string::npos);
+}
+
+TEST(LayoutNhwc, Float16LayersGoChannelsLastWhenOnlyReducedPrecisionDoes) {
+  auto g = conv_pool_net();
+  PassOptions o = channels_last(Backend::kRef);
+  o.layout.reduced_precision_only = true;
+  o.precision.fp16 = true;
+  auto c = g->clone();
+  OptimizerReport report;
+  ASSERT_TRUE(run_passes(*c, o, &report).is_ok());
+  EXPECT_EQ(applied_by(report, "layout-nhwc").size(), 3u);
+  // Cast and transpose in (x), the layers, transpose back and cast out (y).
+  EXPECT_EQ(nodes_of(*c, "Shuffle").size(), 2u);
+  EXPECT_EQ(nodes_of(*c, "Cast").size(), 2u);
+  const std::vector<Tensor> inputs = random_inputs(*g);
+  PassOptions fp16_nchw = o;
+  fp16_nchw.disabled = {"layout-nhwc"};
+  auto plain = build_and_run(*g, inputs, fp16_nchw, Backend::kRef);
+  auto nhwc = build_and_run(*g, inputs, o, Backend::kRef);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  ASSERT_TRUE(nhwc.is_ok()) << nhwc.status().to_string();
+  EXPECT_LE(max_difference(nhwc->outputs, plain->outputs), 1e-6);  // the same float16 arithmetic in another layout
 }
 
 TEST(LayoutNhwc, ChannelsLastIsTwoDimensionalOnly) {
