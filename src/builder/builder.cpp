@@ -134,6 +134,11 @@ Result<std::string> build_engine(const Graph& input_graph, const BuildOptions& o
   PassOptions pass_options = options.passes;
   pass_options.backend = backend_hook(options.backend);
   pass_options.precision.prefer_fp16 = options.backend == Backend::kCuda;
+  // cuDNN's tensor-core convolutions want NHWC; other backends run layout-nhwc only when asked to.
+  if (options.backend == Backend::kCuda) {
+    pass_options.layout.channels_last = true;
+    pass_options.layout.reduced_precision_only = true;
+  }
   KILN_RETURN_IF_ERROR(run_passes(*optimized, pass_options, &rep.optimizer));
   const Graph& graph = *optimized;
   std::vector<std::string> failures;

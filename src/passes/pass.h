@@ -25,15 +25,31 @@ struct PrecisionOptions {
   bool any() const { return fp16 || bf16 || !pinned.empty(); }
 };
 
+/// Layout choices for the target backend.
+struct LayoutOptions {
+  /// layout-nhwc: 2-D convolutions and pooling channels-last where the backend has such kernels (the builder sets it
+  /// for CUDA; other backends may ask for it, their hook deciding).
+  bool channels_last = false;
+  /// Only layers in float16 / bfloat16 (the CUDA builder: cuDNN's NHWC gain is its tensor-core kernels; float32 has
+  /// none, and NCHW stays its faster layout).
+  bool reduced_precision_only = false;
+};
+
 class PassContext {
  public:
-  PassContext(Graph& graph, BackendHook backend, std::string pass, PrecisionOptions precision = {})
-      : graph_(graph), backend_(std::move(backend)), pass_(std::move(pass)), precision_(std::move(precision)) {}
+  PassContext(Graph& graph, BackendHook backend, std::string pass, PrecisionOptions precision = {},
+              LayoutOptions layout = {})
+      : graph_(graph),
+        backend_(std::move(backend)),
+        pass_(std::move(pass)),
+        precision_(std::move(precision)),
+        layout_(layout) {}
 
   Graph& graph() { return graph_; }
   /// Whether the target backend runs `node` (always OK without a hook).
   Status backend_accepts(const Node& node) const { return backend_ ? backend_(node) : Status::ok(); }
   const PrecisionOptions& precision() const { return precision_; }
+  const LayoutOptions& layout() const { return layout_; }
   /// Records a change (logged at INFO with the pass's name).
   void applied(std::string what);
   /// Records a rewrite the pass considered and did not make, with the reason (logged at verbose).
@@ -46,6 +62,7 @@ class PassContext {
   BackendHook backend_;
   std::string pass_;
   PrecisionOptions precision_;
+  LayoutOptions layout_;
   std::vector<std::string> applied_, refused_;
 };
 

@@ -62,7 +62,7 @@ Status run_passes(Graph& graph, const PassOptions& options, OptimizerReport* rep
         log_verbose("optimizer: ", p.name, ": disabled");
         continue;
       }
-      PassContext ctx(graph, options.backend, p.name, options.precision);
+      PassContext ctx(graph, options.backend, p.name, options.precision, options.layout);
       const auto t0 = std::chrono::steady_clock::now();
       Status st = p.run(ctx);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

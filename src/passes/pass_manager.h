@@ -16,6 +16,7 @@ struct PassOptions {
   std::string dump_dir;
   BackendHook backend;         ///< see BackendHook; empty: every fusion is assumed to run
   PrecisionOptions precision;  ///< for the precision pass
+  LayoutOptions layout;        ///< for layout-nhwc
 };
 
 struct PassRecord {

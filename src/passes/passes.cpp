@@ -34,6 +34,8 @@ std::vector<Pass> all_optimizer_passes() {
       pointwise_chain_pass(),
       // Precision after the fusions, so fused layers are lowered whole.
       precision_pass(),
+      // Channels-last convolutions and pooling where the backend wants them (CUDA builds), on the final layers.
+      layout_nhwc_pass(),
       // Cleanup after the fusions.
       dead_code_pass(),
   };

@@ -41,6 +41,9 @@ Pass mlp_pass();
 // Precision (precision.cpp): after the fusions, so fused layers are lowered whole.
 Pass precision_pass();
 
+// Layout (layout_nhwc.cpp): after the precision pass, so the layers it converts are final.
+Pass layout_nhwc_pass();
+
 /// Every pass in the order they run (pass_manager.cpp keeps one copy).
 std::vector<Pass> all_optimizer_passes();
 

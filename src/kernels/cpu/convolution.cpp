@@ -518,8 +518,16 @@ class OnednnConvolution final : public Kernel {
 };
 
 // oneDNN takes a problem when it is f32 and, for static shapes, a primitive can be made for it.
+// The CPU kernels take NCHW activations only; channels_last layers are made for CUDA (the layout-nhwc pass).
+Status reject_channels_last(const OpCall& call) {
+  if (call.schema->name == "Convolution" && call.attrs_as<ConvolutionAttrs>().channels_last)
+    return unsupported("the CPU convolutions take NCHW tensors, not channels_last (NHWC)");
+  return Status::ok();
+}
+
 Status onednn_supports(const OpCall& call) {
   KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
+  KILN_RETURN_IF_ERROR(reject_channels_last(call));
   const Dims& x = call.inputs[0].dims;
   if (x.rank() > 5) return unsupported("oneDNN has no convolution over more than 3 spatial axes");
   if (call.schema->name == "Convolution") {
@@ -540,6 +548,7 @@ Status onednn_supports(const OpCall& call) {
 
 Status loops_support(const OpCall& call) {
   KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
+  KILN_RETURN_IF_ERROR(reject_channels_last(call));
   if (call.schema->name == "Convolution" && has_conv_epilogue(call.attrs_as<ConvolutionAttrs>(), call.has_input(3)))
     return unsupported("the CPU convolution loops take no epilogue (residual or fused activation)");
   if (call.inputs[0].dims.rank() > 5) return unsupported("the CPU loops cover 1-D to 3-D convolutions only");

@@ -54,6 +54,7 @@ Result<dnnl::pooling_v2_forward::primitive_desc> pooling_pd(const PoolingAttrs& 
 Status onednn_supports(const OpCall& call) {
   KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
   const auto& a = call.attrs_as<PoolingAttrs>();
+  if (a.channels_last) return unsupported("oneDNN pooling here takes NCHW tensors, not channels_last (NHWC)");
   if (a.mode == PoolingMode::kLp) return unsupported("oneDNN has no Lp pooling");
   if (a.return_indices) return unsupported("oneDNN's max pooling workspace is not ONNX indices");
   const Dims& x = call.inputs[0].dims;
@@ -252,6 +253,8 @@ KILN_REGISTER_KERNEL(KernelImpl{
       const DataType d = call.inputs[0].dtype;
       if (d != DataType::kFloat32 && d != DataType::kInt8 && d != DataType::kUInt8)
         return unsupported("cpu.pooling takes float32, int8 or uint8 input, not ", dtype_name(d));
+      if (call.attrs_as<PoolingAttrs>().channels_last)
+        return unsupported("cpu.pooling takes NCHW tensors, not channels_last (NHWC)");
       if (call.inputs[0].dims.rank() > 5 && !call.attrs_as<PoolingAttrs>().global)
         return unsupported("cpu.pooling handles at most 3 spatial dims");
       return Status::ok();

@@ -11,6 +11,10 @@
 // bias and the residual and applies any activation in one elementwise pass on the same stream. The default (empty)
 // tactic is the heuristic's first algorithm with kiln's epilogue. `run` uses exactly the algorithm of its tactic:
 // when cuDNN no longer offers it for the shapes seen, the run fails, naming the tactic.
+//
+// A channels_last Convolution (2-D; the layout-nhwc pass makes them) runs on NHWC descriptors: x [N, H, W, C], the
+// filter [M, kH, kW, C/G] in cuDNN's NHWC filter format, the residual and y [N, Ho, Wo, M], where cuDNN's float16 and
+// bfloat16 tensor-core kernels want their data. Its tactics are what the heuristic offers for that problem.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -77,6 +81,18 @@ Status check_window(const ConvWindow& w) {
   for (int i = 0; i < w.rank(); ++i)
     if (w.pads_begin[i] != w.pads_end[i]) return unsupported("cuDNN needs symmetric padding");
   return Status::ok();
+}
+
+int as_int(int64_t v) { return static_cast<int>(v); }
+
+// A packed NHWC descriptor of `nhwc` ([N, H, W, C]).
+Status set_nhwc(cuda::TensorDescriptor& d, DataType dt, const Dims& nhwc) {
+  const std::optional<cudnnDataType_t> t = cuda::cudnn_dtype(dt);
+  if (!t) return unsupported("cuDNN has no ", dtype_name(dt), " tensors");
+  if (nhwc.rank() != 4) return internal_error("an NHWC descriptor of rank ", nhwc.rank());
+  return cuda::check(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NHWC, *t, as_int(nhwc[0]), as_int(nhwc[3]),
+                                                as_int(nhwc[1]), as_int(nhwc[2])),
+                     "cudnnSetTensor4dDescriptor (NHWC)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,6 +192,19 @@ struct Problem {
     for (const Dims* d : {&x, &w, &y})
       if (d->numel() > kMaxCudnnCount)
         return unsupported("cuDNN convolutions here take tensors below 2^31 elements; this one has ", d->numel());
+    if (a.channels_last) {
+      if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4 || win.rank() != 2)
+        return unsupported("a channels_last convolution is 2-D: x [N, H, W, C], w [M, kH, kW, C/G]");
+      KILN_RETURN_IF_ERROR(set_nhwc(xd, dt, x));
+      KILN_RETURN_IF_ERROR(set_nhwc(yd, dt, y));
+      KILN_RETURN_IF_ERROR(set_nhwc(bd, dt, Dims{1, 1, 1, y[3]}));
+      // cuDNN's filter dims are K, C, H, W whatever the format; NHWC says the memory is [K, H, W, C].
+      KILN_RETURN_IF_ERROR(
+          cuda::check(cudnnSetFilter4dDescriptor(wd.get(), *cuda::cudnn_dtype(dt), CUDNN_TENSOR_NHWC, as_int(w[0]),
+                                                 as_int(w[3]), as_int(w[1]), as_int(w[2])),
+                      "cudnnSetFilter4dDescriptor (NHWC)"));
+      return set_convolution(a, win);
+    }
     KILN_RETURN_IF_ERROR(xd.set(dt, lift_1d(x)));
     const Dims yl = lift_1d(y);
     KILN_RETURN_IF_ERROR(yd.set(dt, yl));
@@ -188,6 +217,10 @@ struct Problem {
     KILN_RETURN_IF_ERROR(cuda::check(cudnnSetFilterNdDescriptor(wd.get(), *cuda::cudnn_dtype(dt), CUDNN_TENSOR_NCHW,
                                                                 static_cast<int>(wdim.size()), wdim.data()),
                                      "cudnnSetFilterNdDescriptor"));
+    return set_convolution(a, win);
+  }
+
+  Status set_convolution(const ConvolutionAttrs& a, const ConvWindow& win) {
     std::vector<int> pad, stride, dil;
     if (win.rank() == 1) pad.push_back(0), stride.push_back(1), dil.push_back(1);
     for (int i = 0; i < win.rank(); ++i) {
@@ -219,6 +252,18 @@ struct Problem {
     for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back(perf[i]);
     return out;
+  }
+
+  // The workspace of a heuristic answer as `prepare` will run it, or nullopt when cuDNN refuses the configuration
+  // (a tactic worth listing only if it can run). Leaves the descriptor's math type at the answer's.
+  std::optional<size_t> workspace_size(cudnnHandle_t h, const cudnnConvolutionFwdAlgoPerf_t& perf, DataType dt) {
+    const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : perf.mathType;
+    size_t bytes = 0;
+    if (cudnnSetConvolutionMathType(cd.get(), math) != CUDNN_STATUS_SUCCESS ||
+        cudnnGetConvolutionForwardWorkspaceSize(h, xd.get(), wd.get(), cd.get(), yd.get(), perf.algo, &bytes) !=
+            CUDNN_STATUS_SUCCESS)
+      return std::nullopt;
+    return bytes;
   }
 };
 
@@ -267,7 +312,7 @@ std::vector<std::string> conv_tactics(const OpCall& call) {
     auto found = p.query(*h, m);
     if (!found) continue;
     for (const cudnnConvolutionFwdAlgoPerf_t& perf : *found) {
-      if (!allowed(perf, dt)) continue;
+      if (!allowed(perf, dt) || !p.workspace_size(*h, perf, dt)) continue;
       ConvTactic t{perf.algo, math_class(perf.mathType), false};
       add(t.to_string());
       if (fusable(e, dt, perf.algo)) {
@@ -340,8 +385,9 @@ class CudnnConvolution final : public Kernel {
         cuda::check(cudnnConvolutionForward(h, &one, p_.xd.get(), x.raw(), p_.wd.get(), w.raw(), p_.cd.get(), algo_,
                                             workspace, workspace_bytes_, &zero, p_.yd.get(), y.raw()),
                     "cudnnConvolutionForward"));
-    const int64_t channels = y.dims()[1];
-    const int64_t inner = y.numel() / (y.dims()[0] * channels);
+    // NCHW: the channel of element i is (i / inner) % C; NHWC: i % C (inner = 1).
+    const int64_t channels = a.channels_last ? y.dims()[3] : y.dims()[1];
+    const int64_t inner = a.channels_last ? 1 : y.numel() / (y.dims()[0] * channels);
     return cuda::conv_epilogue(y.dtype(), y.raw(), y.numel(), channels, inner, bias ? bias->raw() : nullptr,
                                residual_ptr, a.fused, stream);
   }
@@ -424,6 +470,8 @@ Status conv_supports(const OpCall& call) {
                        dtype_name(call.outputs[0].dtype));
   const int r = call.inputs[0].dims.rank();
   if (r < 3 || r > 5) return unsupported("cuDNN convolution takes 1-D to 3-D problems");
+  if (call.attrs_as<ConvolutionAttrs>().channels_last && (r != 4 || call.inputs[1].dims.rank() != 4))
+    return unsupported("a channels_last convolution is 2-D: x [N, H, W, C], w [M, kH, kW, C/G]");
   if (!call.inputs[0].dims.is_static() || !call.inputs[1].dims.is_static()) return Status::ok();
   KILN_ASSIGN_OR_RETURN(
       ConvWindow win, convolution_window(call.attrs_as<ConvolutionAttrs>(), call.inputs[0].dims, call.inputs[1].dims));

@@ -1,9 +1,27 @@
-// Max and average pooling on CUDA through cuDNN (2-D and 3-D, symmetric padding, no dilation).
-#include "ops/pooling/pooling.h"
+// Max and average pooling on CUDA through cuDNN (2-D and 3-D, symmetric padding, no dilation); a channels_last
+// (2-D) Pooling runs on NHWC descriptors.
+#include <limits>
+#include <optional>
+
 #include "kernels/cuda/cuda_common.h"
+#include "ops/pooling/pooling.h"
 
 namespace kiln {
 namespace {
+
+// A packed NHWC descriptor of `nhwc` ([N, H, W, C]).
+Status set_nhwc(cuda::TensorDescriptor& d, DataType dt, const Dims& nhwc) {
+  const std::optional<cudnnDataType_t> t = cuda::cudnn_dtype(dt);
+  if (!t) return unsupported("cuDNN has no ", dtype_name(dt), " tensors");
+  if (nhwc.rank() != 4) return internal_error("an NHWC descriptor of rank ", nhwc.rank());
+  for (int i = 0; i < 4; ++i)
+    if (nhwc[i] > std::numeric_limits<int>::max())
+      return unsupported("cuDNN pooling takes dims below 2^31, not ", nhwc.to_string());
+  return cuda::check(
+      cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NHWC, *t, static_cast<int>(nhwc[0]), static_cast<int>(nhwc[3]),
+                                 static_cast<int>(nhwc[1]), static_cast<int>(nhwc[2])),
+      "cudnnSetTensor4dDescriptor (NHWC)");
+}
 
 Status check_geometry(const PoolingAttrs& a, const PoolingGeometry& g) {
   if (a.mode == PoolingMode::kLp) return unsupported("cuDNN has no Lp pooling");
@@ -43,8 +61,13 @@ class CudnnPooling final : public Kernel {
       KILN_RETURN_IF_ERROR(cuda::check(cudnnSetPoolingNdDescriptor(pd_, mode, CUDNN_PROPAGATE_NAN, g.spatial,
                                                                    window.data(), pad.data(), stride.data()),
                                        "cudnnSetPoolingNdDescriptor"));
-      KILN_RETURN_IF_ERROR(xd_.set(x.dtype(), x.dims()));
-      KILN_RETURN_IF_ERROR(yd_.set(y.dtype(), y.dims()));
+      if (a.channels_last) {
+        KILN_RETURN_IF_ERROR(set_nhwc(xd_, x.dtype(), x.dims()));
+        KILN_RETURN_IF_ERROR(set_nhwc(yd_, y.dtype(), y.dims()));
+      } else {
+        KILN_RETURN_IF_ERROR(xd_.set(x.dtype(), x.dims()));
+        KILN_RETURN_IF_ERROR(yd_.set(y.dtype(), y.dims()));
+      }
       dims_ = x.dims();
     }
     const float one = 1.f, zero = 0.f;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/ref/activation.h"
+#include "kernels/ref/layout.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
 
@@ -46,22 +47,17 @@ const float* bias_of(const KernelContext& ctx) {
   return ctx.src.size() > 2 && ctx.src[2].defined() ? ctx.src[2].data<float>() : nullptr;
 }
 
-Status run_convolution(KernelContext& ctx) {
-  const auto& a = ctx.attrs<ConvolutionAttrs>();
-  const Tensor& x = ctx.src[0];
-  const Tensor& w = ctx.src[1];
-  KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x.dims(), w.dims()));
+// y [N, M, out...] = act(conv(x, w) + bias + residual) over NCHW tensors; `bias` and `residual` may be null.
+Status convolve(const ConvolutionAttrs& a, const Dims& x_dims, const float* src, const Dims& w_dims, const float* wei,
+                const float* bias, const float* residual, float* dst, int64_t total) {
+  KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x_dims, w_dims));
   const int rank = win.rank();
-  const std::vector<int64_t> in_sizes = spatial_of(x.dims());
-  const int64_t n_batch = x.dims()[0], c_all = x.dims()[1], m_all = w.dims()[0];
+  const std::vector<int64_t> in_sizes = spatial_of(x_dims);
+  const int64_t n_batch = x_dims[0], c_all = x_dims[1], m_all = w_dims[0];
   const int64_t c_per_group = c_all / a.group, m_per_group = m_all / a.group;
   const int64_t in_size = product(in_sizes), out_size = product(win.output), k_size = product(win.kernel);
   const auto out_coords = coordinates(win.output);
   const auto k_coords = coordinates(win.kernel);
-  const float* src = x.data<float>();
-  const float* wei = w.data<float>();
-  const float* bias = bias_of(ctx);
-  float* dst = ctx.dst[0].data<float>();
   std::vector<int64_t> at(rank);
   for (int64_t n = 0; n < n_batch; ++n) {
     for (int64_t m = 0; m < m_all; ++m) {
@@ -83,12 +79,37 @@ Status run_convolution(KernelContext& ctx) {
     }
   }
   // The epilogue: + residual, then the fused activation.
-  const int64_t total = ctx.dst[0].numel();
-  if (ctx.src.size() > 3 && ctx.src[3].defined()) {
-    const float* residual = ctx.src[3].data<float>();
+  if (residual)
     for (int64_t i = 0; i < total; ++i) dst[i] += residual[i];
-  }
   ref::apply_fused(a.fused, dst, total);
+  return Status::ok();
+}
+
+Status run_convolution(KernelContext& ctx) {
+  const auto& a = ctx.attrs<ConvolutionAttrs>();
+  const Tensor& x = ctx.src[0];
+  const Tensor& w = ctx.src[1];
+  Tensor& y = ctx.dst[0];
+  const float* residual = ctx.src.size() > 3 && ctx.src[3].defined() ? ctx.src[3].data<float>() : nullptr;
+  if (!a.channels_last)
+    return convolve(a, x.dims(), x.data<float>(), w.dims(), w.data<float>(), bias_of(ctx), residual, y.data<float>(),
+                    y.numel());
+  // channels_last: the same computation on NCHW copies (x [N, H, W, C], w [M, kH, kW, C/G], y [N, Ho, Wo, M]).
+  if (x.dims().rank() != 4 || w.dims().rank() != 4 || y.dims().rank() != 4)
+    return invalid_argument("ref.convolution: channels_last needs rank-4 tensors, got x ", x.dims().to_string());
+  ConvolutionAttrs nchw = a;
+  nchw.channels_last = false;
+  const Dims& xd = x.dims();
+  const Dims& wd = w.dims();
+  const Dims& yd = y.dims();
+  const std::vector<float> xc = ref::to_channels_first(x.data<float>(), xd[0], xd[1] * xd[2], xd[3]);
+  const std::vector<float> wc = ref::to_channels_first(w.data<float>(), wd[0], wd[1] * wd[2], wd[3]);
+  std::vector<float> rc;
+  if (residual) rc = ref::to_channels_first(residual, yd[0], yd[1] * yd[2], yd[3]);
+  std::vector<float> out(static_cast<size_t>(y.numel()));
+  KILN_RETURN_IF_ERROR(convolve(nchw, nhwc_to_nchw(xd), xc.data(), nhwc_to_nchw(wd), wc.data(), bias_of(ctx),
+                                residual ? rc.data() : nullptr, out.data(), y.numel()));
+  ref::to_channels_last(out.data(), y.data<float>(), yd[0], yd[3], yd[1] * yd[2]);
   return Status::ok();
 }
 

@@ -2,7 +2,9 @@
 // padding or outside (ceil-mode overhang).
 #include <cmath>
 #include <limits>
+#include <vector>
 
+#include "kernels/ref/layout.h"
 #include "kernels/registry.h"
 #include "ops/pooling/pooling.h"
 
@@ -20,19 +22,16 @@ bool next_index(int64_t* idx, const int64_t* dims, int rank) {
   return false;
 }
 
+// Pools NCHW `src` into NCHW `dst` (and `indices` when not null).
 template <class T>
-Status run_pool(KernelContext& ctx, const PoolingGeometry& g) {
-  const auto& a = ctx.attrs<PoolingAttrs>();
-  const T* src = ctx.src[0].data<T>();
-  T* dst = ctx.dst[0].data<T>();
-  int64_t* indices = a.return_indices ? ctx.dst[1].data<int64_t>() : nullptr;
+void pool(const PoolingAttrs& a, const PoolingGeometry& g, const T* src, T* dst, int64_t* indices) {
   const int r = g.spatial;
   int64_t in_plane = 1, out_plane = 1;
   for (int d = 0; d < r; ++d) {
     in_plane *= g.in[d];
     out_plane *= g.out[d];
   }
-  if (out_plane == 0) return Status::ok();
+  if (out_plane == 0) return;
   const float p = static_cast<float>(a.p);
   for (int64_t nc = 0; nc < g.batch * g.channels; ++nc) {
     const T* plane = src + nc * in_plane;
@@ -86,6 +85,23 @@ Status run_pool(KernelContext& ctx, const PoolingGeometry& g) {
       ++flat_out;
     } while (next_index(o, g.out, r));
   }
+}
+
+template <class T>
+Status run_pool(KernelContext& ctx, const PoolingGeometry& g) {
+  const auto& a = ctx.attrs<PoolingAttrs>();
+  const T* src = ctx.src[0].data<T>();
+  T* dst = ctx.dst[0].data<T>();
+  if (!a.channels_last) {
+    pool(a, g, src, dst, a.return_indices ? ctx.dst[1].data<int64_t>() : nullptr);
+    return Status::ok();
+  }
+  // channels_last (2-D, no indices; the geometry checked both): the same pooling on NCHW copies.
+  const int64_t in_plane = g.in[0] * g.in[1], out_plane = g.out[0] * g.out[1];
+  const std::vector<T> x = ref::to_channels_first(src, g.batch, in_plane, g.channels);
+  std::vector<T> y(static_cast<size_t>(g.batch * g.channels * out_plane));
+  pool(a, g, x.data(), y.data(), nullptr);
+  ref::to_channels_last(y.data(), dst, g.batch, g.channels, out_plane);
   return Status::ok();
 }
 

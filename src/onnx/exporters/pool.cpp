@@ -19,6 +19,10 @@ const char* auto_pad_name(PoolingAutoPad p) {
 
 Status export_pooling(ExportContext& ctx, const Node& node) {
   const auto& a = static_cast<const PoolingAttrs&>(*node.attrs);
+  if (a.channels_last)
+    return unsupported("Pooling '", node.name,
+                       "' is channels_last (NHWC), which ONNX pooling cannot express; export the graph before "
+                       "optimizing it");
   const auto in = input_names(ctx, node);
   const auto out = output_names(ctx, node);
   const char* ops[3][2] = {

@@ -204,7 +204,26 @@ Result<ConvWindow> deconv_window(const std::vector<int64_t>& input, const std::v
   return w;
 }
 
-Result<ConvWindow> convolution_window(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
+Dims nhwc_to_nchw(const Dims& d) { return d.rank() == 4 ? Dims{d[0], d[3], d[1], d[2]} : d; }
+Dims nchw_to_nhwc(const Dims& d) { return d.rank() == 4 ? Dims{d[0], d[2], d[3], d[1]} : d; }
+
+namespace {
+
+// channels_last is 2-D only: x [N, H, W, C] and w [M, kH, kW, C/group].
+Status check_channels_last(const Dims& x, const Dims& w) {
+  if (x.rank() != 4 || w.rank() != 4)
+    return invalid_argument("Convolution with channels_last is 2-D only: x [N, H, W, C] and w [M, kH, kW, C/group] ",
+                            "of rank 4, got x ", x.to_string(), " and w ", w.to_string(),
+                            "; clear channels_last for 1-D and 3-D convolutions");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<ConvWindow> convolution_window(const ConvolutionAttrs& a, const Dims& x_in, const Dims& w_in) {
+  if (a.channels_last) KILN_RETURN_IF_ERROR(check_channels_last(x_in, w_in));
+  const Dims x = a.channels_last ? nhwc_to_nchw(x_in) : x_in;
+  const Dims w = a.channels_last ? nhwc_to_nchw(w_in) : w_in;
   KILN_RETURN_IF_ERROR(check_ranks("Convolution", x, w));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, resolve_kernel("Convolution", a.kernel_shape, w));
   return conv_window("Convolution", spatial(x), kernel, a.strides, a.dilations, a.pads, a.auto_pad);
@@ -276,8 +295,10 @@ OpSchema convolution_schema() {
     constexpr std::string_view kOp = "Convolution";
     const auto& a = ctx.attrs_as<ConvolutionAttrs>();
     KILN_RETURN_IF_ERROR(check_dtypes(kOp, ctx));
-    const Dims& x = ctx.input(0).dims;
-    const Dims& w = ctx.input(1).dims;
+    if (a.channels_last) KILN_RETURN_IF_ERROR(check_channels_last(ctx.input(0).dims, ctx.input(1).dims));
+    // The checks below read NCHW dims: channels_last inputs are viewed that way, the output turned back.
+    const Dims x = a.channels_last ? nhwc_to_nchw(ctx.input(0).dims) : ctx.input(0).dims;
+    const Dims w = a.channels_last ? nhwc_to_nchw(ctx.input(1).dims) : ctx.input(1).dims;
     KILN_RETURN_IF_ERROR(check_ranks(kOp, x, w));
     KILN_RETURN_IF_ERROR(check_group(kOp, a.group));
     const int64_t c = x[1], m = w[0], wc = w[1];
@@ -289,8 +310,9 @@ OpSchema convolution_schema() {
                               w.to_string(), " with group=", a.group, " expects ", wc, " * ", a.group, " = ",
                               wc * a.group);
     KILN_RETURN_IF_ERROR(check_bias(kOp, ctx, m));
-    KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
+    KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, ctx.input(0).dims, ctx.input(1).dims));
     KILN_ASSIGN_OR_RETURN(Dims out, output_dims(x[0], m, win.output));
+    if (a.channels_last) out = nchw_to_nhwc(out);
     KILN_RETURN_IF_ERROR(check_residual(ctx, out));
     if (a.fused.on && a.fused.kind == ActivationKind::kPRelu)
       return invalid_argument(kOp, " attribute fused_kind is prelu, which cannot be fused (its slope is an input)");

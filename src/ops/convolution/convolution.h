@@ -21,6 +21,8 @@ const char* enum_name(AutoPad pad);
 
 /// Convolution inputs: x, w, b (optional) and residual (optional, the output's dtype and dims; set by the
 /// optimizer). y = fused(conv(x, w) + b + residual), `fused` an activation the optimizer fused (off by default).
+/// With `channels_last` (set by the layout-nhwc pass; 2-D only) x is [N, H, W, C], w [M, kH, kW, C/group], and
+/// the residual and y are [N, Ho, Wo, M].
 struct ConvolutionAttrs : AttrsOf<ConvolutionAttrs> {
   std::vector<int64_t> kernel_shape;  ///< empty: taken from w
   std::vector<int64_t> strides;       ///< empty: all 1
@@ -28,7 +30,8 @@ struct ConvolutionAttrs : AttrsOf<ConvolutionAttrs> {
   std::vector<int64_t> dilations;     ///< empty: all 1
   int64_t group = 1;
   AutoPad auto_pad = AutoPad::kNotSet;
-  FusedActivation fused;  ///< the epilogue's activation
+  FusedActivation fused;       ///< the epilogue's activation
+  bool channels_last = false;  ///< NHWC activations and [M, kH, kW, C/group] weights (2-D only)
 
   template <class V>
   void visit(V& v) {
@@ -39,6 +42,7 @@ struct ConvolutionAttrs : AttrsOf<ConvolutionAttrs> {
     v("group", group);
     v("auto_pad", auto_pad);
     fused.visit(v);
+    v("channels_last", channels_last);
   }
 };
 
@@ -100,8 +104,12 @@ Result<ConvWindow> conv_window(std::string_view op, const std::vector<int64_t>& 
 Result<ConvWindow> deconv_window(const std::vector<int64_t>& input, const std::vector<int64_t>& kernel,
                                  const DeconvolutionAttrs& attrs);
 
+/// [N, H, W, C] -> [N, C, H, W] (rank 4 only; other dims come back unchanged), and back.
+Dims nhwc_to_nchw(const Dims& d);
+Dims nchw_to_nhwc(const Dims& d);
+
 /// The window of a Convolution node with input dims `x` and weight dims `w` (kernel from w unless
-/// kernel_shape is set, when both must agree).
+/// kernel_shape is set, when both must agree). With attrs.channels_last, x and w are read as NHWC.
 Result<ConvWindow> convolution_window(const ConvolutionAttrs& attrs, const Dims& x, const Dims& w);
 Result<ConvWindow> deconvolution_window(const DeconvolutionAttrs& attrs, const Dims& x, const Dims& w);
 

@@ -61,7 +61,14 @@ Result<int64_t> pooling_output_size(int64_t in, int64_t kernel, int64_t stride, 
   return out;
 }
 
-Result<PoolingGeometry> pooling_geometry(const PoolingAttrs& a, const Dims& x) {
+Result<PoolingGeometry> pooling_geometry(const PoolingAttrs& a, const Dims& x_in) {
+  if (a.channels_last && x_in.rank() != 4)
+    return invalid_argument("Pooling with channels_last is 2-D only: x [N, H, W, C] of rank 4, got ", x_in.to_string(),
+                            "; clear channels_last for 1-D and 3-D pooling");
+  if (a.channels_last && a.return_indices)
+    return invalid_argument("Pooling with channels_last has no return_indices (the indices are NCHW offsets)");
+  // The geometry reads N, C, spatial...: a channels_last input is viewed that way.
+  const Dims x = a.channels_last ? Dims{x_in[0], x_in[3], x_in[1], x_in[2]} : x_in;
   const int max_rank = a.global ? kMaxRank : 5;
   if (x.rank() < 3 || x.rank() > max_rank)
     return invalid_argument("Pooling input x must have rank 3 to ", max_rank, " (N, C, ", a.global ? "" : "1 to 3 ",
@@ -161,6 +168,7 @@ OpSchema pooling_schema() {
     out[0] = g.batch;
     out[1] = g.channels;
     for (int i = 0; i < g.spatial; ++i) out[i + 2] = g.out[i];
+    if (a.channels_last) out = Dims{g.batch, g.out[0], g.out[1], g.channels};
     std::vector<TensorDesc> outputs = one_output(x.dtype, out);
     if (a.return_indices) outputs.push_back({DataType::kInt64, out, true});
     return outputs;

@@ -38,6 +38,7 @@ struct PoolingAttrs : AttrsOf<PoolingAttrs> {
   bool count_include_pad = false;  ///< average: the divisor counts padded positions
   int64_t p = 2;                   ///< Lp norm order
   bool return_indices = false;     ///< max: second output, int64 flat indices into the input (ONNX MaxPool)
+  bool channels_last = false;      ///< x and y are [N, H, W, C] (2-D only, no indices; set by layout-nhwc)
 
   template <class V>
   void visit(V& v) {
@@ -52,6 +53,7 @@ struct PoolingAttrs : AttrsOf<PoolingAttrs> {
     v("count_include_pad", count_include_pad);
     v("p", p);
     v("return_indices", return_indices);
+    v("channels_last", channels_last);
   }
 };
 
@@ -71,8 +73,8 @@ struct PoolingGeometry {
   int64_t right_reach(int i) const { return (out[i] - 1) * stride[i] + extent(i) - in[i] - pad_begin[i]; }
 };
 
-/// Validates `a` against input dims `x` (N, C, spatial...) and resolves the geometry. Dynamic
-/// spatial dims give kDynamicDim output sizes.
+/// Validates `a` against input dims `x` (N, C, spatial...; N, H, W, C with channels_last) and resolves the
+/// geometry. Dynamic spatial dims give kDynamicDim output sizes.
 Result<PoolingGeometry> pooling_geometry(const PoolingAttrs& a, const Dims& x);
 
 /// Output spatial size for one dim (ONNX rules), or an error when the window does not fit.

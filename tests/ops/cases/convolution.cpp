@@ -137,6 +137,43 @@ std::vector<OpCase> fused_convolution_cases() {
   return c;
 }
 
+// channels_last (the layout-nhwc pass's layers): x [N, H, W, C], w [M, kH, kW, C/G], residual and y [N, Ho, Wo, M].
+// 8 and 16 channels suit cuDNN's NHWC tensor-op kernels in float16/bfloat16.
+OpCase nhwc_case(std::string name, ConvolutionAttrs a, Dims x, Dims w, bool bias = true, bool residual = false) {
+  a.channels_last = true;
+  // The output size (pads given as 4 values in these cases).
+  const int64_t ho = (x[1] + a.pads[0] + a.pads[2] - w[1]) / (a.strides.empty() ? 1 : a.strides[0]) + 1;
+  const int64_t wo = (x[2] + a.pads[1] + a.pads[3] - w[2]) / (a.strides.empty() ? 1 : a.strides[1]) + 1;
+  OpCase c = conv_case(std::move(name), a, x, w, bias);
+  if (residual) {
+    if (!bias) c.inputs.push_back(absent());
+    c.inputs.push_back(uniform({x[0], ho, wo, w[0]}));
+  }
+  c.tolerance_scale = 2;  // up to 16 channels x 3x3 per output
+  return c;
+}
+
+std::vector<OpCase> channels_last_cases() {
+  std::vector<OpCase> c;
+  c.push_back(nhwc_case("nhwc 3x3 pad 1 bias", conv({}, {1, 1, 1, 1}), {2, 6, 6, 16}, {16, 3, 3, 16}));
+  ConvolutionAttrs relu = conv({}, {1, 1, 1, 1});
+  relu.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc residual + relu", relu, {2, 6, 6, 16}, {16, 3, 3, 16}, true, true));
+  c.push_back(nhwc_case("nhwc no bias, residual + relu", relu, {1, 5, 5, 8}, {8, 3, 3, 8}, false, true));
+  ConvolutionAttrs sigmoid = conv({}, {1, 1, 1, 1});
+  sigmoid.fused = fused(ActivationKind::kSigmoid);
+  c.push_back(nhwc_case("nhwc residual + sigmoid", sigmoid, {1, 5, 6, 8}, {8, 3, 3, 8}, true, true));
+  c.push_back(nhwc_case("nhwc group 2", conv({}, {1, 1, 1, 1}, {}, 2), {1, 6, 6, 16}, {16, 3, 3, 8}));
+  c.push_back(nhwc_case("nhwc depthwise", conv({}, {1, 1, 1, 1}, {}, 8), {2, 6, 6, 8}, {8, 3, 3, 1}));
+  c.push_back(nhwc_case("nhwc stride 2", conv({2, 2}, {1, 1, 1, 1}), {2, 9, 9, 8}, {16, 3, 3, 8}));
+  c.push_back(
+      nhwc_case("nhwc 1x1 stride 2 + residual", conv({2, 2}, {0, 0, 0, 0}), {2, 7, 7, 16}, {8, 1, 1, 16}, true, true));
+  c.push_back(
+      nhwc_case("nhwc 7x7 stride 2 pad 3, 3 channels", conv({2, 2}, {3, 3, 3, 3}), {1, 12, 12, 3}, {8, 7, 7, 3}));
+  c.push_back(nhwc_case("nhwc strides 1x2 no bias", conv({1, 2}, {0, 1, 0, 1}), {1, 5, 8, 4}, {6, 2, 3, 4}, false));
+  return c;
+}
+
 std::vector<OpCase> deconvolution_cases() {
   std::vector<OpCase> c;
   c.push_back(deconv_case("1-D stride 2", deconv({2}), {1, 3, 5}, {3, 2, 3}));
@@ -181,6 +218,7 @@ std::vector<OpCase> deconvolution_cases() {
 KILN_OP_CASES(convolution) {
   std::vector<OpCase> cases = convolution_cases();
   for (OpCase& c : fused_convolution_cases()) cases.push_back(std::move(c));
+  for (OpCase& c : channels_last_cases()) cases.push_back(std::move(c));
   for (OpCase& c : deconvolution_cases()) cases.push_back(std::move(c));
   return cases;
 }

@@ -63,6 +63,21 @@ KILN_OP_CASES(pooling) {
     push("2d big k3 s2 pad1", pool(mode, {3, 3}, {2, 2}, {1, 1, 1, 1}), {4, 32, 32, 32});
   }
 
+  // channels_last (the layout-nhwc pass's layers): x and y [N, H, W, C].
+  {
+    PoolingAttrs max = pool(M::kMax, {3, 3}, {2, 2}, {1, 1, 1, 1});
+    max.channels_last = true;
+    cases.push_back({"Pooling", "nhwc max 3x3 s2 pad1", attrs(max), {uniform({2, 9, 9, 16}, -2, 2)}});
+    PoolingAttrs avg = pool(M::kAverage, {3, 3}, {2, 2}, {1, 1, 1, 1});
+    avg.channels_last = true;
+    cases.push_back({"Pooling", "nhwc average 3x3 s2 pad1", attrs(avg), {uniform({1, 8, 7, 8}, -2, 2)}});
+    PoolingAttrs global;
+    global.mode = M::kAverage;
+    global.global = true;
+    global.channels_last = true;
+    cases.push_back({"Pooling", "nhwc global average", attrs(global), {uniform({2, 5, 6, 16}, -2, 2)}});
+  }
+
   // Average: padding counted or not, with and without ceil-mode overhang.
   for (bool include : {false, true}) {
     const std::string inc = include ? "include_pad" : "exclude_pad";
