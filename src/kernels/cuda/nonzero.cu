@@ -118,7 +118,13 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .op = "NonZero",
     .backend = Backend::kCuda,
     .priority = 10,
-    .supports = [](const OpCall& call) { return shuffle::supports_movement(call); },
+    .supports =
+        [](const OpCall& call) {
+          // A scalar's output is [1, n] (the reference treats it as one element of a 1-D tensor); the kernel
+          // writes one row per input axis, so scalars stay with the CPU kernel (found by the GPU harness run).
+          if (call.inputs[0].dims.rank() == 0) return unsupported("cuda.nonzero takes tensors of rank 1 or more");
+          return shuffle::supports_movement(call);
+        },
     .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
       return std::unique_ptr<Kernel>(std::make_unique<NonZeroKernel>());
     },
