@@ -1,6 +1,6 @@
 #pragma once
 // OpSchema: everything kiln knows about an op independent of any backend: its attributes,
-// inputs, shape and dtype inference and its gradient rule.
+// inputs, shape and dtype inference. Gradient rules register beside it (ops/grad.h).
 #include <functional>
 #include <memory>
 #include <span>
@@ -69,10 +69,6 @@ class InferContext {
 
 using InferFn = std::function<Result<std::vector<TensorDesc>>(const InferContext&)>;
 
-class GradBuilder;  // defined by the training layer
-/// Emits the backward ops of one node; empty until training supplies it.
-using GradRule = std::function<Status(GradBuilder&)>;
-
 struct OpSchema {
   std::string name;                      ///< "Convolution"
   std::string family;                    ///< the folder under src/ops, e.g. "convolution"
@@ -95,7 +91,6 @@ struct OpSchema {
   bool deterministic = true;
   std::function<std::unique_ptr<Attrs>()> make_attrs;
   InferFn infer;
-  GradRule grad;
 
   std::string input_name(int i) const;
   /// Checks the input count and runs inference; errors name the op.
