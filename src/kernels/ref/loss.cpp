@@ -1,0 +1,404 @@
+// Reference loss kernels and their backward kernels: plain loops, double accumulation.
+#include "kernels/ref/loss.h"
+
+#include <type_traits>
+
+#include "kernels/registry.h"
+
+namespace kiln {
+namespace {
+
+using loss::BroadcastIndex;
+using loss::ClassSplit;
+
+enum class Pointwise { kMse, kL1, kSmoothL1 };
+
+struct PointwiseParams {
+  LossReduction reduction;
+  double beta = 0;
+};
+
+PointwiseParams pointwise_params(const KernelContext& ctx, Pointwise kind) {
+  if (kind == Pointwise::kSmoothL1) {
+    const auto& a = ctx.attrs<SmoothL1LossAttrs>();
+    return {a.reduction, a.beta};
+  }
+  return {ctx.attrs<LossAttrs>().reduction};
+}
+
+double pointwise_value(Pointwise kind, double d, double beta) {
+  switch (kind) {
+    case Pointwise::kMse: return d * d;
+    case Pointwise::kL1: return std::abs(d);
+    case Pointwise::kSmoothL1: return loss::smooth_l1(d, beta);
+  }
+  return 0;
+}
+
+double pointwise_grad(Pointwise kind, double d, double beta) {
+  switch (kind) {
+    case Pointwise::kMse: return 2 * d;
+    case Pointwise::kL1: return loss::sign(d);
+    case Pointwise::kSmoothL1: return loss::smooth_l1_grad(d, beta);
+  }
+  return 0;
+}
+
+/// Writes per-item losses `v` as the op's output: each for none, their sum or sum / denom otherwise.
+void write_reduced(Tensor& dst, LossReduction r, const std::vector<double>& v, double denom) {
+  float* out = dst.data<float>();
+  if (r == LossReduction::kNone) {
+    for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i]);
+    return;
+  }
+  double sum = 0;
+  for (double x : v) sum += x;
+  out[0] = static_cast<float>(r == LossReduction::kMean ? sum / denom : sum);
+}
+
+/// dLoss/d(per-item loss i): dy[i] for none, dy / denom for mean, dy for sum.
+double upstream(const Tensor& dy, LossReduction r, int64_t i, double denom) {
+  const float* g = dy.data<float>();
+  if (r == LossReduction::kNone) return g[i];
+  return r == LossReduction::kMean ? g[0] / denom : g[0];
+}
+
+template <Pointwise kKind>
+Status run_pointwise(KernelContext& ctx) {
+  const PointwiseParams p = pointwise_params(ctx, kKind);
+  const Tensor& x = ctx.src[0];
+  const float* xs = x.data<float>();
+  const float* ts = ctx.src[1].data<float>();
+  std::vector<double> v(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i) v[i] = pointwise_value(kKind, double{xs[i]} - ts[i], p.beta);
+  write_reduced(ctx.dst[0], p.reduction, v, static_cast<double>(x.numel()));
+  return Status::ok();
+}
+
+template <Pointwise kKind>
+Status run_pointwise_backward(KernelContext& ctx) {
+  const PointwiseParams p = pointwise_params(ctx, kKind);
+  const Tensor& x = ctx.src[1];
+  const float* xs = x.data<float>();
+  const float* ts = ctx.src[2].data<float>();
+  float* dx = ctx.dst[0].data<float>();
+  const double n = static_cast<double>(x.numel());
+  for (int64_t i = 0; i < x.numel(); ++i)
+    dx[i] = static_cast<float>(upstream(ctx.src[0], p.reduction, i, n) *
+                               pointwise_grad(kKind, double{xs[i]} - ts[i], p.beta));
+  return Status::ok();
+}
+
+/// Inputs of BCEWithLogitsLoss from `off`: x, t, weight?, pos_weight? (absent factors are 1).
+struct BceInputs {
+  const float *x, *t, *w = nullptr, *pw = nullptr;
+  BroadcastIndex wi, pwi;
+
+  BceInputs(const KernelContext& ctx, int off) : x(ctx.src[off].data<float>()), t(ctx.src[off + 1].data<float>()) {
+    const Dims& dims = ctx.src[off].dims();
+    if (ctx.src.size() > static_cast<size_t>(off + 2) && ctx.src[off + 2].defined()) {
+      w = ctx.src[off + 2].data<float>();
+      wi = BroadcastIndex(dims, ctx.src[off + 2].dims());
+    }
+    if (ctx.src.size() > static_cast<size_t>(off + 3) && ctx.src[off + 3].defined()) {
+      pw = ctx.src[off + 3].data<float>();
+      pwi = BroadcastIndex(dims, ctx.src[off + 3].dims());
+    }
+  }
+  double weight(int64_t i) const { return w ? w[wi(i)] : 1.0; }
+  double pos_weight(int64_t i) const { return pw ? pw[pwi(i)] : 1.0; }
+};
+
+Status run_bce(KernelContext& ctx) {
+  const auto& a = ctx.attrs<BCEWithLogitsLossAttrs>();
+  const BceInputs in(ctx, 0);
+  const int64_t n = ctx.src[0].numel();
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = loss::bce<double>(in.x[i], in.t[i], in.weight(i), in.pos_weight(i));
+  write_reduced(ctx.dst[0], a.reduction, v, static_cast<double>(n));
+  return Status::ok();
+}
+
+Status run_bce_backward(KernelContext& ctx) {
+  const auto& a = ctx.attrs<BCEWithLogitsLossAttrs>();
+  const BceInputs in(ctx, 1);
+  const int64_t n = ctx.src[1].numel();
+  float* dx = ctx.dst[0].data<float>();
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = static_cast<float>(upstream(ctx.src[0], a.reduction, i, static_cast<double>(n)) *
+                               loss::bce_grad<double>(a.wrt, in.x[i], in.t[i], in.weight(i), in.pos_weight(i)));
+  return Status::ok();
+}
+
+struct ClassParams {
+  LossReduction reduction;
+  int64_t ignore_index;
+  double smoothing = 0;
+};
+
+template <class A>
+ClassParams class_params(const KernelContext& ctx) {
+  const auto& a = ctx.attrs<A>();
+  ClassParams p{a.reduction, a.ignore_index};
+  if constexpr (std::is_same_v<A, CrossEntropyLossAttrs>) p.smoothing = a.label_smoothing;
+  return p;
+}
+
+/// Class targets, checked: the class of item j, or -1 for an ignored item; and the mean's denominator
+/// (the sum of the counted items' weights).
+Status read_targets(const char* op, const Tensor& target, const ClassSplit& s, int64_t ignore_index,
+                    const float* weight, std::vector<int64_t>& cls, double& denom) {
+  const int64_t items = s.outer * s.inner;
+  cls.resize(static_cast<size_t>(items));
+  denom = 0;
+  for (int64_t j = 0; j < items; ++j) {
+    const int64_t c = loss::load_index(target, j);
+    if (c == ignore_index) {
+      cls[j] = -1;
+      continue;
+    }
+    if (c < 0 || c >= s.classes)
+      return invalid_argument(op, ": target ", c, " at position ", j, " is not a class in [0, ", s.classes,
+                              ") nor ignore_index ", ignore_index);
+    cls[j] = c;
+    denom += weight ? weight[c] : 1.0;
+  }
+  return Status::ok();
+}
+
+const float* optional_data(const KernelContext& ctx, size_t i) {
+  return i < ctx.src.size() && ctx.src[i].defined() ? ctx.src[i].data<float>() : nullptr;
+}
+
+Status run_nll(KernelContext& ctx) {
+  const ClassParams p = class_params<NLLLossAttrs>(ctx);
+  const ClassSplit s = loss::class_split(ctx.src[0].dims());
+  const float* x = ctx.src[0].data<float>();
+  const float* w = optional_data(ctx, 2);
+  std::vector<int64_t> cls;
+  double denom = 0;
+  KILN_RETURN_IF_ERROR(read_targets("NLLLoss", ctx.src[1], s, p.ignore_index, w, cls, denom));
+  std::vector<double> v(cls.size(), 0.0);
+  for (size_t j = 0; j < cls.size(); ++j) {
+    if (cls[j] < 0) continue;
+    const int64_t o = static_cast<int64_t>(j) / s.inner, i = static_cast<int64_t>(j) % s.inner;
+    v[j] = -(w ? w[cls[j]] : 1.0) * x[(o * s.classes + cls[j]) * s.inner + i];
+  }
+  write_reduced(ctx.dst[0], p.reduction, v, denom);
+  return Status::ok();
+}
+
+Status run_nll_backward(KernelContext& ctx) {
+  const ClassParams p = class_params<NLLLossAttrs>(ctx);
+  const ClassSplit s = loss::class_split(ctx.src[1].dims());
+  const float* w = optional_data(ctx, 3);
+  std::vector<int64_t> cls;
+  double denom = 0;
+  KILN_RETURN_IF_ERROR(read_targets("NLLLossBackward", ctx.src[2], s, p.ignore_index, w, cls, denom));
+  float* dx = ctx.dst[0].data<float>();
+  std::fill(dx, dx + ctx.dst[0].numel(), 0.f);
+  for (size_t j = 0; j < cls.size(); ++j) {
+    if (cls[j] < 0) continue;
+    const int64_t o = static_cast<int64_t>(j) / s.inner, i = static_cast<int64_t>(j) % s.inner;
+    const double g = upstream(ctx.src[0], p.reduction, static_cast<int64_t>(j), denom);
+    dx[(o * s.classes + cls[j]) * s.inner + i] = static_cast<float>(-(w ? w[cls[j]] : 1.0) * g);
+  }
+  return Status::ok();
+}
+
+/// log_softmax of column (o, :, i) of x into `lp`.
+void column_log_softmax(const float* x, const ClassSplit& s, int64_t o, int64_t i, std::vector<double>& lp) {
+  lp.resize(static_cast<size_t>(s.classes));
+  double max = -std::numeric_limits<double>::infinity();
+  for (int64_t c = 0; c < s.classes; ++c) max = std::max<double>(max, x[(o * s.classes + c) * s.inner + i]);
+  double sum = 0;
+  for (int64_t c = 0; c < s.classes; ++c) sum += std::exp(x[(o * s.classes + c) * s.inner + i] - max);
+  const double lse = max + std::log(sum);
+  for (int64_t c = 0; c < s.classes; ++c) lp[c] = x[(o * s.classes + c) * s.inner + i] - lse;
+}
+
+/// CrossEntropyLoss and its backward (dx != nullptr; g(j) gives dLoss/d(per-item loss j)).
+template <class G>
+Status cross_entropy(const KernelContext& ctx, int off, std::vector<double>* losses, double* denom_out, float* dx,
+                     G g) {
+  const ClassParams p = class_params<CrossEntropyLossAttrs>(ctx);
+  const Tensor& xt = ctx.src[off];
+  const Tensor& target = ctx.src[off + 1];
+  const ClassSplit s = loss::class_split(xt.dims());
+  const float* x = xt.data<float>();
+  const float* w = optional_data(ctx, off + 2);
+  const double eps = p.smoothing, C = static_cast<double>(s.classes);
+  const bool probs = is_floating(target.dtype());
+  std::vector<int64_t> cls;
+  double denom = static_cast<double>(s.outer * s.inner);
+  if (!probs) KILN_RETURN_IF_ERROR(read_targets("CrossEntropyLoss", target, s, p.ignore_index, w, cls, denom));
+  *denom_out = denom;
+  const int64_t items = s.outer * s.inner;
+  if (losses) losses->assign(static_cast<size_t>(items), 0.0);
+  std::vector<double> lp;
+  for (int64_t j = 0; j < items; ++j) {
+    if (!probs && cls[j] < 0) {
+      if (dx)
+        for (int64_t c = 0; c < s.classes; ++c) dx[(j / s.inner * s.classes + c) * s.inner + j % s.inner] = 0.f;
+      continue;
+    }
+    const int64_t o = j / s.inner, i = j % s.inner;
+    column_log_softmax(x, s, o, i, lp);
+    // Per class, the target weight q[c] (loss = -sum_c q[c] lp[c]); the gradient is g (p[c] sum(q) - q[c]).
+    std::vector<double> q(static_cast<size_t>(s.classes));
+    for (int64_t c = 0; c < s.classes; ++c) {
+      const double wc = w ? w[c] : 1.0;
+      const double tc = probs ? target.data<float>()[(o * s.classes + c) * s.inner + i] * (1 - eps) + eps / C
+                              : (c == cls[j] ? 1 - eps : 0.0) + eps / C;
+      q[c] = wc * tc;
+    }
+    double qsum = 0, l = 0;
+    for (int64_t c = 0; c < s.classes; ++c) {
+      qsum += q[c];
+      if (q[c] != 0) l -= q[c] * lp[c];
+    }
+    if (losses) (*losses)[j] = l;
+    if (dx) {
+      const double gj = g(j, denom);
+      for (int64_t c = 0; c < s.classes; ++c)
+        dx[(o * s.classes + c) * s.inner + i] = static_cast<float>(gj * (std::exp(lp[c]) * qsum - q[c]));
+    }
+  }
+  return Status::ok();
+}
+
+Status run_cross_entropy(KernelContext& ctx) {
+  std::vector<double> v;
+  double denom = 1;
+  KILN_RETURN_IF_ERROR(cross_entropy(ctx, 0, &v, &denom, nullptr, [](int64_t, double) { return 0.0; }));
+  write_reduced(ctx.dst[0], ctx.attrs<CrossEntropyLossAttrs>().reduction, v, denom);
+  return Status::ok();
+}
+
+Status run_cross_entropy_backward(KernelContext& ctx) {
+  const LossReduction r = ctx.attrs<CrossEntropyLossAttrs>().reduction;
+  double denom = 1;
+  return cross_entropy(ctx, 1, nullptr, &denom, ctx.dst[0].data<float>(),
+                       [&](int64_t j, double d) { return upstream(ctx.src[0], r, j, d); });
+}
+
+/// The CTC problem of one op call: per sample its labels (checked) and lengths.
+struct CtcProblem {
+  int64_t T = 0, N = 0, C = 0;
+  std::vector<std::vector<int64_t>> labels;
+  std::vector<int64_t> input_lengths;
+};
+
+Status read_ctc(const char* op, const KernelContext& ctx, int off, CtcProblem& p) {
+  const auto& a = ctx.attrs<CTCLossAttrs>();
+  const Dims& d = ctx.src[off].dims();
+  p.T = d[0];
+  p.N = d[1];
+  p.C = d[2];
+  const Tensor& targets = ctx.src[off + 1];
+  const bool padded = targets.rank() == 2;
+  int64_t offset = 0;
+  p.labels.assign(static_cast<size_t>(p.N), {});
+  p.input_lengths.assign(static_cast<size_t>(p.N), 0);
+  for (int64_t n = 0; n < p.N; ++n) {
+    const int64_t in_len = loss::load_index(ctx.src[off + 2], n), len = loss::load_index(ctx.src[off + 3], n);
+    if (in_len < 0 || in_len > p.T)
+      return invalid_argument(op, ": input_lengths[", n, "] = ", in_len, " is not in [0, ", p.T, "]");
+    const int64_t avail = padded ? targets.dims()[1] : targets.numel() - offset;
+    if (len < 0 || len > avail)
+      return invalid_argument(op, ": target_lengths[", n, "] = ", len, " does not fit the targets (",
+                              padded ? "padded length " : "elements left ", avail, ")");
+    const int64_t start = padded ? n * targets.dims()[1] : offset;
+    for (int64_t k = 0; k < len; ++k) {
+      const int64_t c = loss::load_index(targets, start + k);
+      if (c < 0 || c >= p.C || c == a.blank)
+        return invalid_argument(op, ": target ", c, " of sample ", n, " is not a class in [0, ", p.C,
+                                ") other than blank ", a.blank);
+      p.labels[n].push_back(c);
+    }
+    offset += len;
+    p.input_lengths[n] = in_len;
+  }
+  return Status::ok();
+}
+
+loss::CtcSample<double> ctc_sample(const CtcProblem& p, const float* lp, int64_t n, int64_t blank) {
+  return {lp + n * p.C, p.N * p.C, p.labels[n].data(), p.input_lengths[n], static_cast<int64_t>(p.labels[n].size()),
+          p.C,          blank};
+}
+
+/// dLoss/d(loss of sample n) factor for mean: 1 / (max(target length, 1) N).
+double ctc_mean_scale(const CtcProblem& p, int64_t n) {
+  return 1.0 / (std::max<double>(static_cast<double>(p.labels[n].size()), 1.0) * static_cast<double>(p.N));
+}
+
+Status run_ctc(KernelContext& ctx) {
+  const auto& a = ctx.attrs<CTCLossAttrs>();
+  CtcProblem p;
+  KILN_RETURN_IF_ERROR(read_ctc("CTCLoss", ctx, 0, p));
+  const float* lp = ctx.src[0].data<float>();
+  std::vector<double> v(static_cast<size_t>(p.N)), alpha;
+  for (int64_t n = 0; n < p.N; ++n) {
+    double nll = loss::ctc_alpha(ctc_sample(p, lp, n, a.blank), alpha);
+    if (a.zero_infinity && std::isinf(nll)) nll = 0;
+    v[n] = a.reduction == LossReduction::kMean ? nll * ctc_mean_scale(p, n) * static_cast<double>(p.N) : nll;
+  }
+  write_reduced(ctx.dst[0], a.reduction, v, static_cast<double>(p.N));
+  return Status::ok();
+}
+
+Status run_ctc_backward(KernelContext& ctx) {
+  const auto& a = ctx.attrs<CTCLossAttrs>();
+  CtcProblem p;
+  KILN_RETURN_IF_ERROR(read_ctc("CTCLossBackward", ctx, 1, p));
+  const float* lp = ctx.src[1].data<float>();
+  const float* dy = ctx.src[0].data<float>();
+  float* dx = ctx.dst[0].data<float>();
+  std::fill(dx, dx + ctx.dst[0].numel(), 0.f);
+  std::vector<double> alpha, beta;
+  for (int64_t n = 0; n < p.N; ++n) {
+    const loss::CtcSample<double> x = ctc_sample(p, lp, n, a.blank);
+    const double nll = loss::ctc_alpha(x, alpha);
+    if (a.zero_infinity && std::isinf(nll)) continue;
+    loss::ctc_beta(x, beta);
+    const double g = a.reduction == LossReduction::kNone  ? dy[n]
+                     : a.reduction == LossReduction::kSum ? dy[0]
+                                                          : dy[0] * ctc_mean_scale(p, n);
+    loss::ctc_grad(x, nll, g, alpha, beta, dx + n * p.C);
+  }
+  return Status::ok();
+}
+
+KernelImpl ref_impl(const char* name, const char* op, RunFn run) {
+  return with_float32_compute({
+      .name = name,
+      .op = op,
+      .backend = Backend::kRef,
+      .priority = 0,
+      .supports =
+          [](const OpCall& call) {
+            return require_dtypes(call, {DataType::kFloat32, DataType::kInt32, DataType::kInt64});
+          },
+      .create = stateless(std::move(run)),
+  });
+}
+
+KILN_REGISTER_KERNEL(ref_impl("ref.mse_loss", "MSELoss", run_pointwise<Pointwise::kMse>));
+KILN_REGISTER_KERNEL(ref_impl("ref.l1_loss", "L1Loss", run_pointwise<Pointwise::kL1>));
+KILN_REGISTER_KERNEL(ref_impl("ref.smooth_l1_loss", "SmoothL1Loss", run_pointwise<Pointwise::kSmoothL1>));
+KILN_REGISTER_KERNEL(ref_impl("ref.mse_loss_backward", "MSELossBackward", run_pointwise_backward<Pointwise::kMse>));
+KILN_REGISTER_KERNEL(ref_impl("ref.l1_loss_backward", "L1LossBackward", run_pointwise_backward<Pointwise::kL1>));
+KILN_REGISTER_KERNEL(ref_impl("ref.smooth_l1_loss_backward", "SmoothL1LossBackward",
+                              run_pointwise_backward<Pointwise::kSmoothL1>));
+KILN_REGISTER_KERNEL(ref_impl("ref.bce_with_logits_loss", "BCEWithLogitsLoss", run_bce));
+KILN_REGISTER_KERNEL(ref_impl("ref.bce_with_logits_loss_backward", "BCEWithLogitsLossBackward", run_bce_backward));
+KILN_REGISTER_KERNEL(ref_impl("ref.nll_loss", "NLLLoss", run_nll));
+KILN_REGISTER_KERNEL(ref_impl("ref.nll_loss_backward", "NLLLossBackward", run_nll_backward));
+KILN_REGISTER_KERNEL(ref_impl("ref.cross_entropy_loss", "CrossEntropyLoss", run_cross_entropy));
+KILN_REGISTER_KERNEL(ref_impl("ref.cross_entropy_loss_backward", "CrossEntropyLossBackward",
+                              run_cross_entropy_backward));
+KILN_REGISTER_KERNEL(ref_impl("ref.ctc_loss", "CTCLoss", run_ctc));
+KILN_REGISTER_KERNEL(ref_impl("ref.ctc_loss_backward", "CTCLossBackward", run_ctc_backward));
+
+}  // namespace
+}  // namespace kiln
