@@ -82,7 +82,9 @@ std::pair<LossReduction, float> pointwise_params(const KernelContext& ctx) {
 
 template <Pointwise kKind>
 Status run_pointwise(KernelContext& ctx) {
-  const auto [r, beta] = pointwise_params<kKind>(ctx);
+  const auto params = pointwise_params<kKind>(ctx);
+  const LossReduction r = params.first;
+  const float beta = params.second;
   const int64_t n = ctx.src[0].numel();
   const float* x = ctx.src[0].data<float>();
   const float* t = ctx.src[1].data<float>();
@@ -106,7 +108,9 @@ Status run_pointwise(KernelContext& ctx) {
 
 template <Pointwise kKind>
 Status run_pointwise_backward(KernelContext& ctx) {
-  const auto [r, beta] = pointwise_params<kKind>(ctx);
+  const auto params = pointwise_params<kKind>(ctx);
+  const LossReduction r = params.first;
+  const float beta = params.second;
   const int64_t n = ctx.src[1].numel();
   const float* x = ctx.src[1].data<float>();
   const float* t = ctx.src[2].data<float>();
@@ -132,11 +136,11 @@ struct BceFactors {
 
   BceFactors(const KernelContext& ctx, int off) {
     const Dims& dims = ctx.src[off].dims();
-    if (ctx.src.size() > static_cast<size_t>(off + 2) && ctx.src[off + 2].defined()) {
+    if (ctx.src.size() > static_cast<size_t>(off) + 2 && ctx.src[off + 2].defined()) {
       w = ctx.src[off + 2].data<float>();
       wi = BroadcastIndex(dims, ctx.src[off + 2].dims());
     }
-    if (ctx.src.size() > static_cast<size_t>(off + 3) && ctx.src[off + 3].defined()) {
+    if (ctx.src.size() > static_cast<size_t>(off) + 3 && ctx.src[off + 3].defined()) {
       pw = ctx.src[off + 3].data<float>();
       pwi = BroadcastIndex(dims, ctx.src[off + 3].dims());
     }
@@ -279,25 +283,25 @@ struct CeParams {
 };
 
 inline float ce_row(const CeParams& p, const float* x, int64_t y, float* dx, float g) {
-  const int64_t C = p.classes;
+  const int64_t nc = p.classes;
   float mx = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : mx)
-  for (int64_t c = 0; c < C; ++c) mx = std::max(mx, x[c]);
+  for (int64_t c = 0; c < nc; ++c) mx = std::max(mx, x[c]);
   float sum = 0, wx = 0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t c = 0; c < C; ++c) sum += std::exp(x[c] - mx);
+  for (int64_t c = 0; c < nc; ++c) sum += std::exp(x[c] - mx);
   const float lse = mx + std::log(sum);
   const float wy = p.w ? p.w[y] : 1.f;
-  const float smooth = p.eps / static_cast<float>(C);
+  const float smooth = p.eps / static_cast<float>(nc);
   if (dx) {
     const float qsum = static_cast<float>(p.wsum) * smooth + wy * (1 - p.eps);
     const float gq = g * qsum;
     if (p.w) {
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) dx[c] = gq * std::exp(x[c] - lse) - g * smooth * p.w[c];
+      for (int64_t c = 0; c < nc; ++c) dx[c] = gq * std::exp(x[c] - lse) - g * smooth * p.w[c];
     } else {
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) dx[c] = gq * std::exp(x[c] - lse) - g * smooth;
+      for (int64_t c = 0; c < nc; ++c) dx[c] = gq * std::exp(x[c] - lse) - g * smooth;
     }
     dx[y] -= g * wy * (1 - p.eps);
     return 0;
@@ -306,10 +310,10 @@ inline float ce_row(const CeParams& p, const float* x, int64_t y, float* dx, flo
   if (p.eps != 0) {
     if (p.w) {
 #pragma omp simd reduction(+ : wx)
-      for (int64_t c = 0; c < C; ++c) wx += p.w[c] * x[c];
+      for (int64_t c = 0; c < nc; ++c) wx += p.w[c] * x[c];
     } else {
 #pragma omp simd reduction(+ : wx)
-      for (int64_t c = 0; c < C; ++c) wx += x[c];
+      for (int64_t c = 0; c < nc; ++c) wx += x[c];
     }
     l -= smooth * (wx - static_cast<float>(p.wsum) * lse);
   }
@@ -322,21 +326,21 @@ constexpr int64_t kBlock = 64;
 /// gradients into dx (same layout as x) times g[k].
 void ce_block(const CeParams& p, const float* x, int64_t inner, int64_t len, const int32_t* y, float* l, float* dx,
               const float* g) {
-  const int64_t C = p.classes;
+  const int64_t nc = p.classes;
   float max[kBlock], sum[kBlock], wx[kBlock];
   std::fill(max, max + len, -std::numeric_limits<float>::infinity());
   std::fill(sum, sum + len, 0.f);
   std::fill(wx, wx + len, 0.f);
-  for (int64_t c = 0; c < C; ++c)
+  for (int64_t c = 0; c < nc; ++c)
     for (int64_t k = 0; k < len; ++k) max[k] = std::max(max[k], x[c * inner + k]);
-  for (int64_t c = 0; c < C; ++c) {
+  for (int64_t c = 0; c < nc; ++c) {
     const float wc = p.w ? p.w[c] : 1.f;
     for (int64_t k = 0; k < len; ++k) {
       sum[k] += std::exp(x[c * inner + k] - max[k]);
       wx[k] += wc * x[c * inner + k];
     }
   }
-  const float smooth = p.eps / static_cast<float>(C);
+  const float smooth = p.eps / static_cast<float>(nc);
   for (int64_t k = 0; k < len; ++k) max[k] += std::log(sum[k]);  // now the log-sum-exp
   if (!dx) {
     for (int64_t k = 0; k < len; ++k) {
@@ -355,7 +359,7 @@ void ce_block(const CeParams& p, const float* x, int64_t inner, int64_t len, con
     const float wy = y[k] < 0 ? 0.f : p.w ? p.w[y[k]] : 1.f;
     gq[k] = y[k] < 0 ? 0.f : g[k] * (static_cast<float>(p.wsum) * smooth + wy * (1 - p.eps));
   }
-  for (int64_t c = 0; c < C; ++c) {
+  for (int64_t c = 0; c < nc; ++c) {
     const float ws = smooth * (p.w ? p.w[c] : 1.f);
     for (int64_t k = 0; k < len; ++k)
       dx[c * inner + k] = y[k] < 0 ? 0.f : gq[k] * std::exp(x[c * inner + k] - max[k]) - g[k] * ws;

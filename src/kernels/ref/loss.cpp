@@ -96,11 +96,11 @@ struct BceInputs {
 
   BceInputs(const KernelContext& ctx, int off) : x(ctx.src[off].data<float>()), t(ctx.src[off + 1].data<float>()) {
     const Dims& dims = ctx.src[off].dims();
-    if (ctx.src.size() > static_cast<size_t>(off + 2) && ctx.src[off + 2].defined()) {
+    if (ctx.src.size() > static_cast<size_t>(off) + 2 && ctx.src[off + 2].defined()) {
       w = ctx.src[off + 2].data<float>();
       wi = BroadcastIndex(dims, ctx.src[off + 2].dims());
     }
-    if (ctx.src.size() > static_cast<size_t>(off + 3) && ctx.src[off + 3].defined()) {
+    if (ctx.src.size() > static_cast<size_t>(off) + 3 && ctx.src[off + 3].defined()) {
       pw = ctx.src[off + 3].data<float>();
       pwi = BroadcastIndex(dims, ctx.src[off + 3].dims());
     }
@@ -227,7 +227,7 @@ Status cross_entropy(const KernelContext& ctx, int off, std::vector<double>* los
   const ClassSplit s = loss::class_split(xt.dims());
   const float* x = xt.data<float>();
   const float* w = optional_data(ctx, off + 2);
-  const double eps = p.smoothing, C = static_cast<double>(s.classes);
+  const double eps = p.smoothing, nclass = static_cast<double>(s.classes);
   const bool probs = is_floating(target.dtype());
   std::vector<int64_t> cls;
   double denom = static_cast<double>(s.outer * s.inner);
@@ -248,8 +248,8 @@ Status cross_entropy(const KernelContext& ctx, int off, std::vector<double>* los
     std::vector<double> q(static_cast<size_t>(s.classes));
     for (int64_t c = 0; c < s.classes; ++c) {
       const double wc = w ? w[c] : 1.0;
-      const double tc = probs ? target.data<float>()[(o * s.classes + c) * s.inner + i] * (1 - eps) + eps / C
-                              : (c == cls[j] ? 1 - eps : 0.0) + eps / C;
+      const double tc = probs ? target.data<float>()[(o * s.classes + c) * s.inner + i] * (1 - eps) + eps / nclass
+                              : (c == cls[j] ? 1 - eps : 0.0) + eps / nclass;
       q[c] = wc * tc;
     }
     double qsum = 0, l = 0;
