@@ -4,12 +4,15 @@
 #include <type_traits>
 
 #include "core/parallel.h"
+#include "kernels/cpu/vec_math.h"
 #include "kernels/ref/loss.h"
 #include "kernels/registry.h"
 
 namespace kiln {
 namespace {
 
+using cpu::exp_approx;
+using cpu::log_approx;
 using loss::BroadcastIndex;
 using loss::ClassSplit;
 
@@ -29,6 +32,49 @@ double blocked_sum(int64_t n, int64_t block, int64_t work_per_item, F f) {
 template <class F>
 double chunked_sum(int64_t n, int64_t work_per_item, F f) {
   return blocked_sum(n, kChunk, work_per_item, f);
+}
+
+/// sum of f(i) over [lo, hi) in 8 independent float lanes (vectorises without reassociation flags).
+template <class F>
+float lane_sum(int64_t lo, int64_t hi, F f) {
+  constexpr int kLanes = 8;
+  float acc[kLanes] = {};
+  int64_t i = lo;
+  for (; i + kLanes <= hi; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += f(i + k);
+  float tail = 0;
+  for (; i < hi; ++i) tail += f(i);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+
+/// sum of f(i) over [lo, hi) for an f too large for lane_sum's unrolled lanes: values in blocks of 256 from a
+/// vectorised loop, then added in lanes.
+template <class F>
+float block_sum(int64_t lo, int64_t hi, F f) {
+  constexpr int64_t kBuf = 256;
+  float buf[kBuf];
+  float sum = 0;
+  for (int64_t b = lo; b < hi; b += kBuf) {
+    const int64_t len = std::min(kBuf, hi - b);
+#pragma omp simd
+    for (int64_t k = 0; k < len; ++k) buf[k] = f(b + k);
+    sum += lane_sum(0, len, [&](int64_t k) { return buf[k]; });
+  }
+  return sum;
+}
+
+/// max of x[0, n) in 8 lanes.
+inline float lane_max(const float* x, int64_t n) {
+  constexpr int kLanes = 8;
+  float m[kLanes];
+  std::fill(m, m + kLanes, -std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) m[k] = std::max(m[k], x[i + k]);
+  float tail = -std::numeric_limits<float>::infinity();
+  for (; i < n; ++i) tail = std::max(tail, x[i]);
+  for (int k = 0; k < kLanes; ++k) tail = std::max(tail, m[k]);
+  return tail;
 }
 
 /// Runs f(begin, end) over chunks of [0, n) in parallel.
@@ -58,17 +104,21 @@ Upstream upstream(const Tensor& dy, LossReduction r, double denom) {
 
 enum class Pointwise { kMse, kL1, kSmoothL1 };
 
+/// Branch-free forms (they vectorise); inv_beta is 1 / beta, or a huge number for beta 0 (SmoothL1 is L1).
 template <Pointwise kKind>
-inline float pointwise_value(float d, float beta) {
+inline float pointwise_value(float d, float beta, float inv_beta) {
   if constexpr (kKind == Pointwise::kMse) return d * d;
   if constexpr (kKind == Pointwise::kL1) return std::abs(d);
-  if constexpr (kKind == Pointwise::kSmoothL1) return loss::smooth_l1(d, beta);
+  if constexpr (kKind == Pointwise::kSmoothL1) {
+    const float a = std::abs(d), quadratic = 0.5f * d * d * inv_beta, linear = a - 0.5f * beta;
+    return a < beta ? quadratic : linear;
+  }
 }
 template <Pointwise kKind>
-inline float pointwise_grad(float d, float beta) {
+inline float pointwise_grad(float d, float inv_beta) {
   if constexpr (kKind == Pointwise::kMse) return 2 * d;
-  if constexpr (kKind == Pointwise::kL1) return loss::sign(d);
-  if constexpr (kKind == Pointwise::kSmoothL1) return loss::smooth_l1_grad(d, beta);
+  if constexpr (kKind == Pointwise::kL1) return static_cast<float>(d > 0) - static_cast<float>(d < 0);
+  if constexpr (kKind == Pointwise::kSmoothL1) return std::min(std::max(d * inv_beta, -1.f), 1.f);
 }
 
 template <Pointwise kKind>
@@ -84,7 +134,7 @@ template <Pointwise kKind>
 Status run_pointwise(KernelContext& ctx) {
   const auto params = pointwise_params<kKind>(ctx);
   const LossReduction r = params.first;
-  const float beta = params.second;
+  const float beta = params.second, inv_beta = beta > 0 ? 1.f / beta : 1e30f;
   const int64_t n = ctx.src[0].numel();
   const float* x = ctx.src[0].data<float>();
   const float* t = ctx.src[1].data<float>();
@@ -92,15 +142,12 @@ Status run_pointwise(KernelContext& ctx) {
   if (r == LossReduction::kNone) {
     chunked_for(n, 2, [&](int64_t lo, int64_t hi) {
 #pragma omp simd
-      for (int64_t i = lo; i < hi; ++i) out[i] = pointwise_value<kKind>(x[i] - t[i], beta);
+      for (int64_t i = lo; i < hi; ++i) out[i] = pointwise_value<kKind>(x[i] - t[i], beta, inv_beta);
     });
     return Status::ok();
   }
   const double sum = chunked_sum(n, 2, [&](int64_t lo, int64_t hi) {
-    float acc = 0;
-#pragma omp simd reduction(+ : acc)
-    for (int64_t i = lo; i < hi; ++i) acc += pointwise_value<kKind>(x[i] - t[i], beta);
-    return double{acc};
+    return double{lane_sum(lo, hi, [&](int64_t i) { return pointwise_value<kKind>(x[i] - t[i], beta, inv_beta); })};
   });
   write_scalar(ctx.dst[0], r, sum, static_cast<double>(n));
   return Status::ok();
@@ -110,7 +157,7 @@ template <Pointwise kKind>
 Status run_pointwise_backward(KernelContext& ctx) {
   const auto params = pointwise_params<kKind>(ctx);
   const LossReduction r = params.first;
-  const float beta = params.second;
+  const float beta = params.second, inv_beta = beta > 0 ? 1.f / beta : 1e30f;
   const int64_t n = ctx.src[1].numel();
   const float* x = ctx.src[1].data<float>();
   const float* t = ctx.src[2].data<float>();
@@ -119,11 +166,11 @@ Status run_pointwise_backward(KernelContext& ctx) {
   chunked_for(n, 2, [&](int64_t lo, int64_t hi) {
     if (up.per) {
 #pragma omp simd
-      for (int64_t i = lo; i < hi; ++i) dx[i] = up.per[i] * pointwise_grad<kKind>(x[i] - t[i], beta);
+      for (int64_t i = lo; i < hi; ++i) dx[i] = up.per[i] * pointwise_grad<kKind>(x[i] - t[i], inv_beta);
     } else {
       const float g = up.g;
 #pragma omp simd
-      for (int64_t i = lo; i < hi; ++i) dx[i] = g * pointwise_grad<kKind>(x[i] - t[i], beta);
+      for (int64_t i = lo; i < hi; ++i) dx[i] = g * pointwise_grad<kKind>(x[i] - t[i], inv_beta);
     }
   });
   return Status::ok();
@@ -145,9 +192,63 @@ struct BceFactors {
       pwi = BroadcastIndex(dims, ctx.src[off + 3].dims());
     }
   }
-  float weight(int64_t i) const { return w ? w[wi(i)] : 1.f; }
-  float pos_weight(int64_t i) const { return pw ? pw[pwi(i)] : 1.f; }
+  /// weight and pos_weight of elements [b, b + len) into wb and pwb (1 where absent).
+  void fill(int64_t b, int64_t len, float* wb, float* pwb) const {
+    fill_one(w, wi, b, len, wb);
+    fill_one(pw, pwi, b, len, pwb);
+  }
+
+ private:
+  static void fill_one(const float* f, const BroadcastIndex& index, int64_t b, int64_t len, float* out) {
+    if (!f) {
+      std::fill(out, out + len, 1.f);
+    } else if (const int64_t m = index.modulo()) {
+      for (int64_t k = 0, j = b % m; k < len; ++k, j = j + 1 == m ? 0 : j + 1) out[k] = f[j];
+    } else {
+      for (int64_t k = 0; k < len; ++k) out[k] = f[index(b + k)];
+    }
+  }
 };
+
+constexpr int64_t kBceBlock = 256;
+
+inline float log_sigmoid_v(float x) { return std::min(x, 0.f) - log_approx(1.f + exp_approx(-std::abs(x))); }
+
+inline float bce_v(float x, float t, float w, float pw) {
+  return w * ((1.f - t) * x - (1.f + (pw - 1.f) * t) * log_sigmoid_v(x));
+}
+
+template <BceWrt kWrt>
+inline float bce_grad_v(float x, float t, float w, float pw) {
+  if constexpr (kWrt == BceWrt::kInput)
+    return w * ((1.f - t) - (1.f + (pw - 1.f) * t) / (1.f + exp_approx(x)));  // sigmoid(-x)
+  if constexpr (kWrt == BceWrt::kTarget) return w * (-x - (pw - 1.f) * log_sigmoid_v(x));
+  if constexpr (kWrt == BceWrt::kWeight) return (1.f - t) * x - (1.f + (pw - 1.f) * t) * log_sigmoid_v(x);
+  if constexpr (kWrt == BceWrt::kPosWeight) return -w * t * log_sigmoid_v(x);
+}
+
+template <BceWrt kWrt, bool kPer>
+void bce_backward_block(const float* x, const float* t, const float* wb, const float* pwb, const Upstream& up,
+                        float* dx, int64_t b, int64_t len) {
+#pragma omp simd
+  for (int64_t k = 0; k < len; ++k)
+    dx[b + k] = (kPer ? up.per[b + k] : up.g) * bce_grad_v<kWrt>(x[b + k], t[b + k], wb[k], pwb[k]);
+}
+
+template <BceWrt kWrt>
+void bce_backward(const float* x, const float* t, const BceFactors& f, const Upstream& up, float* dx, int64_t n) {
+  chunked_for(n, 8, [&](int64_t lo, int64_t hi) {
+    float wb[kBceBlock], pwb[kBceBlock];
+    for (int64_t b = lo; b < hi; b += kBceBlock) {
+      const int64_t len = std::min(kBceBlock, hi - b);
+      f.fill(b, len, wb, pwb);
+      if (up.per)
+        bce_backward_block<kWrt, true>(x, t, wb, pwb, up, dx, b, len);
+      else
+        bce_backward_block<kWrt, false>(x, t, wb, pwb, up, dx, b, len);
+    }
+  });
+}
 
 Status run_bce(KernelContext& ctx) {
   const LossReduction r = ctx.attrs<BCEWithLogitsLossAttrs>().reduction;
@@ -156,25 +257,21 @@ Status run_bce(KernelContext& ctx) {
   const float* t = ctx.src[1].data<float>();
   const BceFactors f(ctx, 0);
   float* out = ctx.dst[0].data<float>();
+  const bool none = r == LossReduction::kNone;
   const double sum = chunked_sum(n, 8, [&](int64_t lo, int64_t hi) {
+    float wb[kBceBlock], pwb[kBceBlock], vb[kBceBlock];
     float acc = 0;
-    if (!f.w && !f.pw) {
-#pragma omp simd reduction(+ : acc)
-      for (int64_t i = lo; i < hi; ++i) {
-        const float v = loss::bce(x[i], t[i], 1.f, 1.f);
-        if (r == LossReduction::kNone) out[i] = v;
-        acc += v;
-      }
-    } else {
-      for (int64_t i = lo; i < hi; ++i) {
-        const float v = loss::bce(x[i], t[i], f.weight(i), f.pos_weight(i));
-        if (r == LossReduction::kNone) out[i] = v;
-        acc += v;
-      }
+    for (int64_t b = lo; b < hi; b += kBceBlock) {
+      const int64_t len = std::min(kBceBlock, hi - b);
+      float* v = none ? out + b : vb;
+      f.fill(b, len, wb, pwb);
+#pragma omp simd
+      for (int64_t k = 0; k < len; ++k) v[k] = bce_v(x[b + k], t[b + k], wb[k], pwb[k]);
+      if (!none) acc += lane_sum(0, len, [&](int64_t k) { return v[k]; });
     }
     return double{acc};
   });
-  if (r != LossReduction::kNone) write_scalar(ctx.dst[0], r, sum, static_cast<double>(n));
+  if (!none) write_scalar(ctx.dst[0], r, sum, static_cast<double>(n));
   return Status::ok();
 }
 
@@ -186,10 +283,12 @@ Status run_bce_backward(KernelContext& ctx) {
   const BceFactors f(ctx, 1);
   const Upstream up = upstream(ctx.src[0], a.reduction, static_cast<double>(n));
   float* dx = ctx.dst[0].data<float>();
-  chunked_for(n, 8, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      dx[i] = up.at(i) * loss::bce_grad(a.wrt, x[i], t[i], f.weight(i), f.pos_weight(i));
-  });
+  switch (a.wrt) {
+    case BceWrt::kInput: bce_backward<BceWrt::kInput>(x, t, f, up, dx, n); break;
+    case BceWrt::kTarget: bce_backward<BceWrt::kTarget>(x, t, f, up, dx, n); break;
+    case BceWrt::kWeight: bce_backward<BceWrt::kWeight>(x, t, f, up, dx, n); break;
+    case BceWrt::kPosWeight: bce_backward<BceWrt::kPosWeight>(x, t, f, up, dx, n); break;
+  }
   return Status::ok();
 }
 
@@ -284,12 +383,8 @@ struct CeParams {
 
 inline float ce_row(const CeParams& p, const float* x, int64_t y, float* dx, float g) {
   const int64_t nc = p.classes;
-  float mx = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : mx)
-  for (int64_t c = 0; c < nc; ++c) mx = std::max(mx, x[c]);
-  float sum = 0, wx = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t c = 0; c < nc; ++c) sum += std::exp(x[c] - mx);
+  const float mx = lane_max(x, nc);
+  const float sum = block_sum(0, nc, [&](int64_t c) { return exp_approx(x[c] - mx); });
   const float lse = mx + std::log(sum);
   const float wy = p.w ? p.w[y] : 1.f;
   const float smooth = p.eps / static_cast<float>(nc);
@@ -298,23 +393,18 @@ inline float ce_row(const CeParams& p, const float* x, int64_t y, float* dx, flo
     const float gq = g * qsum;
     if (p.w) {
 #pragma omp simd
-      for (int64_t c = 0; c < nc; ++c) dx[c] = gq * std::exp(x[c] - lse) - g * smooth * p.w[c];
+      for (int64_t c = 0; c < nc; ++c) dx[c] = gq * exp_approx(x[c] - lse) - g * smooth * p.w[c];
     } else {
 #pragma omp simd
-      for (int64_t c = 0; c < nc; ++c) dx[c] = gq * std::exp(x[c] - lse) - g * smooth;
+      for (int64_t c = 0; c < nc; ++c) dx[c] = gq * exp_approx(x[c] - lse) - g * smooth;
     }
     dx[y] -= g * wy * (1 - p.eps);
     return 0;
   }
   float l = -(1 - p.eps) * wy * (x[y] - lse);
   if (p.eps != 0) {
-    if (p.w) {
-#pragma omp simd reduction(+ : wx)
-      for (int64_t c = 0; c < nc; ++c) wx += p.w[c] * x[c];
-    } else {
-#pragma omp simd reduction(+ : wx)
-      for (int64_t c = 0; c < nc; ++c) wx += x[c];
-    }
+    const float wx = p.w ? lane_sum(0, nc, [&](int64_t c) { return p.w[c] * x[c]; })
+                         : lane_sum(0, nc, [&](int64_t c) { return x[c]; });
     l -= smooth * (wx - static_cast<float>(p.wsum) * lse);
   }
   return l;
@@ -336,7 +426,7 @@ void ce_block(const CeParams& p, const float* x, int64_t inner, int64_t len, con
   for (int64_t c = 0; c < nc; ++c) {
     const float wc = p.w ? p.w[c] : 1.f;
     for (int64_t k = 0; k < len; ++k) {
-      sum[k] += std::exp(x[c * inner + k] - max[k]);
+      sum[k] += exp_approx(x[c * inner + k] - max[k]);
       wx[k] += wc * x[c * inner + k];
     }
   }
@@ -362,7 +452,7 @@ void ce_block(const CeParams& p, const float* x, int64_t inner, int64_t len, con
   for (int64_t c = 0; c < nc; ++c) {
     const float ws = smooth * (p.w ? p.w[c] : 1.f);
     for (int64_t k = 0; k < len; ++k)
-      dx[c * inner + k] = y[k] < 0 ? 0.f : gq[k] * std::exp(x[c * inner + k] - max[k]) - g[k] * ws;
+      dx[c * inner + k] = y[k] < 0 ? 0.f : gq[k] * exp_approx(x[c * inner + k] - max[k]) - g[k] * ws;
   }
   for (int64_t k = 0; k < len; ++k)
     if (y[k] >= 0) dx[y[k] * inner + k] -= g[k] * (1 - p.eps) * (p.w ? p.w[y[k]] : 1.f);
@@ -469,9 +559,101 @@ Status read_ctc(const char* op, const KernelContext& ctx, int off, CtcProblem& p
   return Status::ok();
 }
 
-loss::CtcSample<float> ctc_sample(const CtcProblem& p, const float* lp, int64_t n, int64_t blank) {
-  return {lp + n * p.C, p.N * p.C, p.labels.data() + p.start[n], p.input_length[n], p.length[n], p.C, blank};
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// log(exp(a) + exp(b) + exp(c)) without branches (-inf when all are -inf).
+inline float log_sum_exp3(float a, float b, float c) {
+  const float m = std::max(a, std::max(b, c));
+  const float base = m == kNegInf ? 0.f : m;
+  const float r = base + log_approx(exp_approx(a - base) + exp_approx(b - base) + exp_approx(c - base));
+  return m == kNegInf ? kNegInf : r;
 }
+
+/// One sample's CTC lattice in log space, vectorised over the states of a time step: emissions e[t][s] =
+/// lp(t, ext(s)) of the blank-extended target, alpha (rows of S + 2: two -inf pads first) and beta (rows
+/// of S + 2: two -inf pads last).
+class CtcLattice {
+ public:
+  CtcLattice(const CtcProblem& p, const float* lp, int64_t n, int64_t blank)
+      : states_(2 * p.length[n] + 1), len_(p.input_length[n]), width_(states_ + 2) {
+    ext_.resize(static_cast<size_t>(states_));
+    skip_.assign(static_cast<size_t>(states_), kNegInf);
+    for (int64_t s = 0; s < states_; ++s) {
+      ext_[s] = s % 2 == 0 ? blank : p.labels[p.start[n] + s / 2];
+      if (s >= 2 && ext_[s] != blank && ext_[s] != ext_[s - 2]) skip_[s] = 0;
+    }
+    e_.resize(static_cast<size_t>(len_ * states_));
+    for (int64_t t = 0; t < len_; ++t)
+      for (int64_t s = 0; s < states_; ++s) e_[t * states_ + s] = lp[(t * p.N + n) * p.C + ext_[s]];
+  }
+
+  /// Fills alpha; returns the negative log-likelihood (inf when no alignment fits).
+  float forward() {
+    if (len_ == 0) return states_ == 1 ? 0.f : std::numeric_limits<float>::infinity();
+    alpha_.assign(static_cast<size_t>(len_ * width_), kNegInf);
+    alpha_[2] = e_[0];
+    if (states_ > 1) alpha_[3] = e_[1];
+    const float* skip = skip_.data();
+    for (int64_t t = 1; t < len_; ++t) {
+      const float* prev = &alpha_[(t - 1) * width_];
+      float* cur = &alpha_[t * width_] + 2;
+      const float* e = &e_[t * states_];
+#pragma omp simd
+      for (int64_t s = 0; s < states_; ++s) cur[s] = log_sum_exp3(prev[s + 2], prev[s + 1], prev[s] + skip[s]) + e[s];
+    }
+    const float* last = &alpha_[(len_ - 1) * width_] + 2;
+    const float ll = states_ > 1 ? log_sum_exp3(last[states_ - 1], last[states_ - 2], kNegInf) : last[0];
+    return -ll;
+  }
+
+  /// Fills beta (after forward()).
+  void backward() {
+    beta_.assign(static_cast<size_t>(len_ * width_), kNegInf);
+    if (len_ == 0) return;
+    float* last = &beta_[(len_ - 1) * width_];
+    last[states_ - 1] = e_[(len_ - 1) * states_ + states_ - 1];
+    if (states_ > 1) last[states_ - 2] = e_[(len_ - 1) * states_ + states_ - 2];
+    // Skipping from s to s + 2 is allowed exactly when skipping into s + 2 is.
+    std::vector<float> skip2(static_cast<size_t>(states_), kNegInf);
+    for (int64_t s = 0; s + 2 < states_; ++s) skip2[s] = skip_[s + 2];
+    const float* skip = skip2.data();
+    for (int64_t t = len_ - 2; t >= 0; --t) {
+      const float* next = &beta_[(t + 1) * width_];
+      float* cur = &beta_[t * width_];
+      const float* e = &e_[t * states_];
+#pragma omp simd
+      for (int64_t s = 0; s < states_; ++s) cur[s] = log_sum_exp3(next[s], next[s + 1], next[s + 2] + skip[s]) + e[s];
+    }
+  }
+
+  /// dx[t, c] -= g exp(alpha + beta - e + nll) over the states of class c; dx points at (0, n, 0), rows
+  /// `stride` apart. An infinite nll (no alignment) gives NaN for the target's classes, as the reference.
+  void grad(float nll, float g, float* dx, int64_t stride) const {
+    std::vector<float> occ(static_cast<size_t>(states_));
+    const bool impossible = std::isinf(nll);
+    for (int64_t t = 0; t < len_; ++t) {
+      const float* a = &alpha_[t * width_] + 2;
+      const float* b = &beta_[t * width_];
+      const float* e = &e_[t * states_];
+      float* o = occ.data();
+      if (!impossible) {
+#pragma omp simd
+        for (int64_t s = 0; s < states_; ++s) {
+          const float v = a[s] + b[s];  // -inf for a state no alignment passes (e may be -inf there too)
+          o[s] = v == kNegInf ? 0.f : g * exp_approx(v - e[s] + nll);
+        }
+      }
+      float* row = dx + t * stride;
+      for (int64_t s = 0; s < states_; ++s)
+        row[ext_[s]] = impossible ? std::numeric_limits<float>::quiet_NaN() : row[ext_[s]] - o[s];
+    }
+  }
+
+ private:
+  int64_t states_, len_, width_;
+  std::vector<int64_t> ext_;
+  std::vector<float> skip_, e_, alpha_, beta_;
+};
 
 /// What a sample's loss counts for: 1 (none, sum) or 1 / (max(target length, 1) N) (mean).
 float ctc_scale(const CtcProblem& p, LossReduction r, int64_t n) {
@@ -486,8 +668,7 @@ Status run_ctc(KernelContext& ctx) {
   const float* lp = ctx.src[0].data<float>();
   std::vector<float> nll(static_cast<size_t>(p.N));
   parallel_for(p.N, 1, [&](int64_t n) {
-    std::vector<float> alpha;
-    float v = loss::ctc_alpha(ctc_sample(p, lp, n, a.blank), alpha);
+    float v = CtcLattice(p, lp, n, a.blank).forward();
     if (a.zero_infinity && std::isinf(v)) v = 0;
     nll[n] = v;
   });
@@ -511,13 +692,12 @@ Status run_ctc_backward(KernelContext& ctx) {
   float* dx = ctx.dst[0].data<float>();
   parallel_for(p.N, 1, [&](int64_t n) {
     for (int64_t t = 0; t < p.T; ++t) std::fill(dx + (t * p.N + n) * p.C, dx + (t * p.N + n + 1) * p.C, 0.f);
-    const loss::CtcSample<float> x = ctc_sample(p, lp, n, a.blank);
-    std::vector<float> alpha, beta;
-    const float nll = loss::ctc_alpha(x, alpha);
+    CtcLattice lattice(p, lp, n, a.blank);
+    const float nll = lattice.forward();
     if (a.zero_infinity && std::isinf(nll)) return;
-    loss::ctc_beta(x, beta);
+    lattice.backward();
     const float g = (a.reduction == LossReduction::kNone ? dy[n] : dy[0]) * ctc_scale(p, a.reduction, n);
-    loss::ctc_grad(x, nll, g, alpha, beta, dx + n * p.C);
+    lattice.grad(nll, g, dx + n * p.C, p.N * p.C);
   });
   return Status::ok();
 }

@@ -2,6 +2,7 @@
 // batch (oneDNN's sgemm) and the gate math in parallel over batch entries. Handles every attribute:
 // variable lengths, any activation, clip, peepholes, coupled gates, both layouts.
 #include "kernels/cpu/rnn.h"
+#include "kernels/cpu/vec_math.h"
 
 #include <cstring>
 #include <dnnl.hpp>
@@ -38,24 +39,6 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const fl
 void transpose(const float* src, int64_t rows, int64_t k, float* dst) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < k; ++i) dst[i * rows + r] = src[r * k + i];
-}
-
-// exp(x) to a few ulp without branches or library calls, so loops over it vectorise.
-inline float exp_approx(float x) {
-  x = std::min(std::max(x, -87.f), 88.f);
-  const float n = (x * 1.44269504f + 12582912.f) - 12582912.f;  // round to nearest
-  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
-  float p = 1.f / 720.f;
-  p = p * r + 1.f / 120.f;
-  p = p * r + 1.f / 24.f;
-  p = p * r + 1.f / 6.f;
-  p = p * r + 0.5f;
-  p = p * r + 1.f;
-  p = p * r + 1.f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
 }
 
 // fn applied to v[0, n); sigmoid and tanh vectorised.
