@@ -251,7 +251,7 @@ void bce_backward(const float* x, const float* t, const BceFactors& f, const Ups
 }
 
 Status run_bce(KernelContext& ctx) {
-  const LossReduction r = ctx.attrs<BCEWithLogitsLossAttrs>().reduction;
+  const LossReduction r = ctx.attrs<LossAttrs>().reduction;
   const int64_t n = ctx.src[0].numel();
   const float* x = ctx.src[0].data<float>();
   const float* t = ctx.src[1].data<float>();
@@ -276,7 +276,7 @@ Status run_bce(KernelContext& ctx) {
 }
 
 Status run_bce_backward(KernelContext& ctx) {
-  const auto& a = ctx.attrs<BCEWithLogitsLossAttrs>();
+  const auto& a = ctx.attrs<BCEWithLogitsLossBackwardAttrs>();
   const int64_t n = ctx.src[1].numel();
   const float* x = ctx.src[1].data<float>();
   const float* t = ctx.src[2].data<float>();
@@ -318,8 +318,13 @@ const float* optional_data(const KernelContext& ctx, size_t i) {
   return i < ctx.src.size() && ctx.src[i].defined() ? ctx.src[i].data<float>() : nullptr;
 }
 
+template <class A>
 Status class_loss_supports(const OpCall& call, int target) {
   KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32, DataType::kInt32, DataType::kInt64}));
+  if constexpr (requires(const A& a) { a.wrt; }) {
+    if (call.attrs_as<A>().wrt != ClassLossWrt::kInput)
+      return unsupported("gradients of the target or the class weights run on the reference kernel");
+  }
   if (is_floating(call.inputs[target].dtype))
     return unsupported("class-probability targets run on the reference kernel");
   const Dims& x = call.inputs[target - 1].dims;
@@ -352,7 +357,7 @@ Status run_nll(KernelContext& ctx) {
 }
 
 Status run_nll_backward(KernelContext& ctx) {
-  const auto& a = ctx.attrs<NLLLossAttrs>();
+  const auto& a = ctx.attrs<NLLLossBackwardAttrs>();
   const ClassSplit s = loss::class_split(ctx.src[1].dims());
   const float* w = optional_data(ctx, 3);
   std::vector<int32_t> cls;
@@ -459,8 +464,9 @@ void ce_block(const CeParams& p, const float* x, int64_t inner, int64_t len, con
 }
 
 /// CrossEntropyLoss forward (dx null) or backward.
+template <class A>
 Status cross_entropy(KernelContext& ctx, int off, float* dx) {
-  const auto& a = ctx.attrs<CrossEntropyLossAttrs>();
+  const auto& a = ctx.attrs<A>();
   const Tensor& xt = ctx.src[off];
   const ClassSplit s = loss::class_split(xt.dims());
   const float* x = xt.data<float>();
@@ -517,8 +523,10 @@ Status cross_entropy(KernelContext& ctx, int off, float* dx) {
   return Status::ok();
 }
 
-Status run_cross_entropy(KernelContext& ctx) { return cross_entropy(ctx, 0, nullptr); }
-Status run_cross_entropy_backward(KernelContext& ctx) { return cross_entropy(ctx, 1, ctx.dst[0].data<float>()); }
+Status run_cross_entropy(KernelContext& ctx) { return cross_entropy<CrossEntropyLossAttrs>(ctx, 0, nullptr); }
+Status run_cross_entropy_backward(KernelContext& ctx) {
+  return cross_entropy<CrossEntropyLossBackwardAttrs>(ctx, 1, ctx.dst[0].data<float>());
+}
 
 /// CTC: per sample its labels (checked) and lengths; samples run in parallel.
 struct CtcProblem {
@@ -727,13 +735,15 @@ KILN_REGISTER_KERNEL(cpu_impl("cpu.smooth_l1_loss_backward", "SmoothL1LossBackwa
 KILN_REGISTER_KERNEL(cpu_impl("cpu.bce_with_logits_loss", "BCEWithLogitsLoss", run_bce));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.bce_with_logits_loss_backward", "BCEWithLogitsLossBackward", run_bce_backward));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.nll_loss", "NLLLoss", run_nll,
-                              [](const OpCall& call) { return class_loss_supports(call, 1); }));
+                              [](const OpCall& call) { return class_loss_supports<NLLLossAttrs>(call, 1); }));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.nll_loss_backward", "NLLLossBackward", run_nll_backward,
-                              [](const OpCall& call) { return class_loss_supports(call, 2); }));
+                              [](const OpCall& call) { return class_loss_supports<NLLLossBackwardAttrs>(call, 2); }));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.cross_entropy_loss", "CrossEntropyLoss", run_cross_entropy,
-                              [](const OpCall& call) { return class_loss_supports(call, 1); }));
+                              [](const OpCall& call) { return class_loss_supports<CrossEntropyLossAttrs>(call, 1); }));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.cross_entropy_loss_backward", "CrossEntropyLossBackward", run_cross_entropy_backward,
-                              [](const OpCall& call) { return class_loss_supports(call, 2); }));
+                              [](const OpCall& call) {
+                                return class_loss_supports<CrossEntropyLossBackwardAttrs>(call, 2);
+                              }));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.ctc_loss", "CTCLoss", run_ctc));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.ctc_loss_backward", "CTCLossBackward", run_ctc_backward));
 

@@ -1,8 +1,6 @@
 // Reference loss kernels and their backward kernels: plain loops, double accumulation.
 #include "kernels/ref/loss.h"
 
-#include <type_traits>
-
 #include "kernels/registry.h"
 
 namespace kiln {
@@ -110,7 +108,7 @@ struct BceInputs {
 };
 
 Status run_bce(KernelContext& ctx) {
-  const auto& a = ctx.attrs<BCEWithLogitsLossAttrs>();
+  const auto& a = ctx.attrs<LossAttrs>();
   const BceInputs in(ctx, 0);
   const int64_t n = ctx.src[0].numel();
   std::vector<double> v(static_cast<size_t>(n));
@@ -120,7 +118,7 @@ Status run_bce(KernelContext& ctx) {
 }
 
 Status run_bce_backward(KernelContext& ctx) {
-  const auto& a = ctx.attrs<BCEWithLogitsLossAttrs>();
+  const auto& a = ctx.attrs<BCEWithLogitsLossBackwardAttrs>();
   const BceInputs in(ctx, 1);
   const int64_t n = ctx.src[1].numel();
   float* dx = ctx.dst[0].data<float>();
@@ -134,13 +132,15 @@ struct ClassParams {
   LossReduction reduction;
   int64_t ignore_index;
   double smoothing = 0;
+  ClassLossWrt wrt = ClassLossWrt::kInput;
 };
 
 template <class A>
 ClassParams class_params(const KernelContext& ctx) {
   const auto& a = ctx.attrs<A>();
   ClassParams p{a.reduction, a.ignore_index};
-  if constexpr (std::is_same_v<A, CrossEntropyLossAttrs>) p.smoothing = a.label_smoothing;
+  if constexpr (requires { a.label_smoothing; }) p.smoothing = a.label_smoothing;
+  if constexpr (requires { a.wrt; }) p.wrt = a.wrt;
   return p;
 }
 
@@ -170,42 +170,6 @@ const float* optional_data(const KernelContext& ctx, size_t i) {
   return i < ctx.src.size() && ctx.src[i].defined() ? ctx.src[i].data<float>() : nullptr;
 }
 
-Status run_nll(KernelContext& ctx) {
-  const ClassParams p = class_params<NLLLossAttrs>(ctx);
-  const ClassSplit s = loss::class_split(ctx.src[0].dims());
-  const float* x = ctx.src[0].data<float>();
-  const float* w = optional_data(ctx, 2);
-  std::vector<int64_t> cls;
-  double denom = 0;
-  KILN_RETURN_IF_ERROR(read_targets("NLLLoss", ctx.src[1], s, p.ignore_index, w, cls, denom));
-  std::vector<double> v(cls.size(), 0.0);
-  for (size_t j = 0; j < cls.size(); ++j) {
-    if (cls[j] < 0) continue;
-    const int64_t o = static_cast<int64_t>(j) / s.inner, i = static_cast<int64_t>(j) % s.inner;
-    v[j] = -(w ? w[cls[j]] : 1.0) * x[(o * s.classes + cls[j]) * s.inner + i];
-  }
-  write_reduced(ctx.dst[0], p.reduction, v, denom);
-  return Status::ok();
-}
-
-Status run_nll_backward(KernelContext& ctx) {
-  const ClassParams p = class_params<NLLLossAttrs>(ctx);
-  const ClassSplit s = loss::class_split(ctx.src[1].dims());
-  const float* w = optional_data(ctx, 3);
-  std::vector<int64_t> cls;
-  double denom = 0;
-  KILN_RETURN_IF_ERROR(read_targets("NLLLossBackward", ctx.src[2], s, p.ignore_index, w, cls, denom));
-  float* dx = ctx.dst[0].data<float>();
-  std::fill(dx, dx + ctx.dst[0].numel(), 0.f);
-  for (size_t j = 0; j < cls.size(); ++j) {
-    if (cls[j] < 0) continue;
-    const int64_t o = static_cast<int64_t>(j) / s.inner, i = static_cast<int64_t>(j) % s.inner;
-    const double g = upstream(ctx.src[0], p.reduction, static_cast<int64_t>(j), denom);
-    dx[(o * s.classes + cls[j]) * s.inner + i] = static_cast<float>(-(w ? w[cls[j]] : 1.0) * g);
-  }
-  return Status::ok();
-}
-
 /// log_softmax of column (o, :, i) of x into `lp`.
 void column_log_softmax(const float* x, const ClassSplit& s, int64_t o, int64_t i, std::vector<double>& lp) {
   lp.resize(static_cast<size_t>(s.classes));
@@ -217,11 +181,16 @@ void column_log_softmax(const float* x, const ClassSplit& s, int64_t o, int64_t 
   for (int64_t c = 0; c < s.classes; ++c) lp[c] = x[(o * s.classes + c) * s.inner + i] - lse;
 }
 
-/// CrossEntropyLoss and its backward (dx != nullptr; g(j) gives dLoss/d(per-item loss j)).
-template <class G>
-Status cross_entropy(const KernelContext& ctx, int off, std::vector<double>* losses, double* denom_out, float* dx,
-                     G g) {
-  const ClassParams p = class_params<CrossEntropyLossAttrs>(ctx);
+/// NLLLoss and CrossEntropyLoss, forward and backward, in one form: per item j the log-probabilities lp
+/// (x itself for NLLLoss, log_softmax(x) over the classes for CrossEntropyLoss) and target weights
+/// tt[c] (NLLLoss: 1 at the class; CrossEntropyLoss: (1 - eps) [c == class] or (1 - eps) t[c], plus eps / C);
+/// loss_j = -sum_c w[c] tt[c] lp[c]. Mean divides by the sum of the counted items' class weights (class
+/// targets) or by the item count (probability targets).
+template <class A>
+Status class_loss(KernelContext& ctx, bool nll) {
+  const bool backward = requires(const A& a) { a.wrt; };
+  const ClassParams p = class_params<A>(ctx);
+  const int off = backward ? 1 : 0;
   const Tensor& xt = ctx.src[off];
   const Tensor& target = ctx.src[off + 1];
   const ClassSplit s = loss::class_split(xt.dims());
@@ -229,58 +198,78 @@ Status cross_entropy(const KernelContext& ctx, int off, std::vector<double>* los
   const float* w = optional_data(ctx, off + 2);
   const double eps = p.smoothing, nclass = static_cast<double>(s.classes);
   const bool probs = is_floating(target.dtype());
-  std::vector<int64_t> cls;
-  double denom = static_cast<double>(s.outer * s.inner);
-  if (!probs) KILN_RETURN_IF_ERROR(read_targets("CrossEntropyLoss", target, s, p.ignore_index, w, cls, denom));
-  *denom_out = denom;
   const int64_t items = s.outer * s.inner;
-  if (losses) losses->assign(static_cast<size_t>(items), 0.0);
-  std::vector<double> lp;
+  std::vector<int64_t> cls;
+  double denom = static_cast<double>(items);
+  if (!probs)
+    KILN_RETURN_IF_ERROR(read_targets(nll ? "NLLLoss" : "CrossEntropyLoss", target, s, p.ignore_index, w, cls, denom));
+  // Forward: per-item losses. Backward: the gradient of input `wrt` (zero first), and for the weights of a
+  // mean over class targets the sum of the losses and the count per class (the denominator depends on them).
+  std::vector<double> losses(static_cast<size_t>(items), 0.0), count(static_cast<size_t>(s.classes), 0.0);
+  std::vector<double> dw(static_cast<size_t>(s.classes), 0.0);
+  float* d = backward ? ctx.dst[0].data<float>() : nullptr;
+  if (d) std::fill(d, d + ctx.dst[0].numel(), 0.f);
+  std::vector<double> lp(static_cast<size_t>(s.classes)), tt(static_cast<size_t>(s.classes));
   for (int64_t j = 0; j < items; ++j) {
-    if (!probs && cls[j] < 0) {
-      if (dx)
-        for (int64_t c = 0; c < s.classes; ++c) dx[(j / s.inner * s.classes + c) * s.inner + j % s.inner] = 0.f;
-      continue;
-    }
+    if (!probs && cls[j] < 0) continue;
     const int64_t o = j / s.inner, i = j % s.inner;
-    column_log_softmax(x, s, o, i, lp);
-    // Per class, the target weight q[c] (loss = -sum_c q[c] lp[c]); the gradient is g (p[c] sum(q) - q[c]).
-    std::vector<double> q(static_cast<size_t>(s.classes));
+    auto at = [&](int64_t c) { return (o * s.classes + c) * s.inner + i; };
+    if (nll) {
+      for (int64_t c = 0; c < s.classes; ++c) lp[c] = x[at(c)];
+    } else {
+      column_log_softmax(x, s, o, i, lp);
+    }
+    for (int64_t c = 0; c < s.classes; ++c) {
+      if (nll)
+        tt[c] = c == cls[j] ? 1.0 : 0.0;
+      else if (probs)
+        tt[c] = (1 - eps) * target.data<float>()[at(c)] + eps / nclass;
+      else
+        tt[c] = (c == cls[j] ? 1 - eps : 0.0) + eps / nclass;
+    }
+    double l = 0, qsum = 0;
+    for (int64_t c = 0; c < s.classes; ++c) {
+      const double q = (w ? w[c] : 1.0) * tt[c];
+      qsum += q;
+      if (q != 0) l -= q * lp[c];
+    }
+    losses[j] = l;
+    if (!probs) count[cls[j]] += 1;
+    if (!d) continue;
+    const double g = upstream(ctx.src[0], p.reduction, j, denom);
     for (int64_t c = 0; c < s.classes; ++c) {
       const double wc = w ? w[c] : 1.0;
-      const double tc = probs ? target.data<float>()[(o * s.classes + c) * s.inner + i] * (1 - eps) + eps / nclass
-                              : (c == cls[j] ? 1 - eps : 0.0) + eps / nclass;
-      q[c] = wc * tc;
+      switch (p.wrt) {
+        case ClassLossWrt::kInput:
+          d[at(c)] = static_cast<float>(nll ? -g * wc * tt[c] : g * (std::exp(lp[c]) * qsum - wc * tt[c]));
+          break;
+        case ClassLossWrt::kTarget: d[at(c)] = static_cast<float>(-g * (1 - eps) * wc * lp[c]); break;
+        case ClassLossWrt::kWeight:
+          if (tt[c] != 0) dw[c] -= g * tt[c] * lp[c];
+          break;
+      }
     }
-    double qsum = 0, l = 0;
-    for (int64_t c = 0; c < s.classes; ++c) {
-      qsum += q[c];
-      if (q[c] != 0) l -= q[c] * lp[c];
+  }
+  if (!backward) {
+    write_reduced(ctx.dst[0], p.reduction, losses, denom);
+    return Status::ok();
+  }
+  if (p.wrt == ClassLossWrt::kWeight) {
+    if (p.reduction == LossReduction::kMean && !probs) {
+      double sum = 0;
+      for (double v : losses) sum += v;
+      const double dy = ctx.src[0].data<float>()[0];
+      for (int64_t c = 0; c < s.classes; ++c) dw[c] -= dy * sum * count[c] / (denom * denom);
     }
-    if (losses) (*losses)[j] = l;
-    if (dx) {
-      const double gj = g(j, denom);
-      for (int64_t c = 0; c < s.classes; ++c)
-        dx[(o * s.classes + c) * s.inner + i] = static_cast<float>(gj * (std::exp(lp[c]) * qsum - q[c]));
-    }
+    for (int64_t c = 0; c < s.classes; ++c) d[c] = static_cast<float>(dw[c]);
   }
   return Status::ok();
 }
 
-Status run_cross_entropy(KernelContext& ctx) {
-  std::vector<double> v;
-  double denom = 1;
-  KILN_RETURN_IF_ERROR(cross_entropy(ctx, 0, &v, &denom, nullptr, [](int64_t, double) { return 0.0; }));
-  write_reduced(ctx.dst[0], ctx.attrs<CrossEntropyLossAttrs>().reduction, v, denom);
-  return Status::ok();
-}
-
-Status run_cross_entropy_backward(KernelContext& ctx) {
-  const LossReduction r = ctx.attrs<CrossEntropyLossAttrs>().reduction;
-  double denom = 1;
-  return cross_entropy(ctx, 1, nullptr, &denom, ctx.dst[0].data<float>(),
-                       [&](int64_t j, double d) { return upstream(ctx.src[0], r, j, d); });
-}
+Status run_nll(KernelContext& ctx) { return class_loss<NLLLossAttrs>(ctx, true); }
+Status run_nll_backward(KernelContext& ctx) { return class_loss<NLLLossBackwardAttrs>(ctx, true); }
+Status run_cross_entropy(KernelContext& ctx) { return class_loss<CrossEntropyLossAttrs>(ctx, false); }
+Status run_cross_entropy_backward(KernelContext& ctx) { return class_loss<CrossEntropyLossBackwardAttrs>(ctx, false); }
 
 /// The CTC problem of one op call: per sample its labels (checked) and lengths.
 struct CtcProblem {

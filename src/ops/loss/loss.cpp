@@ -1,7 +1,6 @@
 #include "ops/loss/loss.h"
 
 #include <string>
-#include <type_traits>
 
 #include "ops/registry.h"
 
@@ -12,6 +11,15 @@ const char* enum_name(LossReduction r) {
     case LossReduction::kNone: return "none";
     case LossReduction::kMean: return "mean";
     case LossReduction::kSum: return "sum";
+  }
+  return "?";
+}
+
+const char* enum_name(ClassLossWrt w) {
+  switch (w) {
+    case ClassLossWrt::kInput: return "input";
+    case ClassLossWrt::kTarget: return "target";
+    case ClassLossWrt::kWeight: return "weight";
   }
   return "?";
 }
@@ -132,37 +140,38 @@ KILN_REGISTER_OP(pointwise_loss_backward_schema("MSELossBackward", "dLoss/dx of 
 KILN_REGISTER_OP(pointwise_loss_backward_schema("L1LossBackward", "dLoss/dx of L1Loss (sign(x - target))", false));
 KILN_REGISTER_OP(pointwise_loss_backward_schema("SmoothL1LossBackward", "dLoss/dx of SmoothL1Loss", true));
 
-Status check_bce(const std::string& op, const InferContext& ctx, int off) {
-  KILN_RETURN_IF_ERROR(check_reduction(op, ctx.attrs_as<BCEWithLogitsLossAttrs>().reduction));
+Status check_bce(const std::string& op, const InferContext& ctx, int off, LossReduction r) {
+  KILN_RETURN_IF_ERROR(check_reduction(op, r));
   KILN_RETURN_IF_ERROR(check_pair(op, ctx, off, off + 1));
   KILN_RETURN_IF_ERROR(check_broadcast_factor(op, ctx, off + 2, "weight", off));
   return check_broadcast_factor(op, ctx, off + 3, "pos_weight", off);
 }
 
 KILN_REGISTER_OP([] {
-  OpSchema s = make_schema<BCEWithLogitsLossAttrs>(
+  OpSchema s = make_schema<LossAttrs>(
       "BCEWithLogitsLoss", "loss",
       "binary cross-entropy of sigmoid(x), with optional weight and pos_weight (torch.nn.BCEWithLogitsLoss)");
   s.input_names = {"x", "target", "weight", "pos_weight"};
   s.min_inputs = 2;
   s.max_inputs = 4;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
-    KILN_RETURN_IF_ERROR(check_bce("BCEWithLogitsLoss", ctx, 0));
-    return loss_output(ctx.input(0).dtype, ctx.attrs_as<BCEWithLogitsLossAttrs>().reduction, ctx.input(0).dims);
+    const LossReduction r = ctx.attrs_as<LossAttrs>().reduction;
+    KILN_RETURN_IF_ERROR(check_bce("BCEWithLogitsLoss", ctx, 0, r));
+    return loss_output(ctx.input(0).dtype, r, ctx.input(0).dims);
   };
   return s;
 }());
 
 KILN_REGISTER_OP([] {
-  OpSchema s = make_schema<BCEWithLogitsLossAttrs>(
+  OpSchema s = make_schema<BCEWithLogitsLossBackwardAttrs>(
       "BCEWithLogitsLossBackward", "loss", "dLoss/d(input wrt) of BCEWithLogitsLoss, one value per element of x");
   s.input_names = {"dy", "x", "target", "weight", "pos_weight"};
   s.min_inputs = 3;
   s.max_inputs = 5;
   s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
     const std::string op = "BCEWithLogitsLossBackward";
-    const auto& a = ctx.attrs_as<BCEWithLogitsLossAttrs>();
-    KILN_RETURN_IF_ERROR(check_bce(op, ctx, 1));
+    const auto& a = ctx.attrs_as<BCEWithLogitsLossBackwardAttrs>();
+    KILN_RETURN_IF_ERROR(check_bce(op, ctx, 1, a.reduction));
     KILN_RETURN_IF_ERROR(check_dy(op, ctx, a.reduction, ctx.input(1).dims));
     if ((a.wrt == BceWrt::kWeight && !ctx.has_input(3)) || (a.wrt == BceWrt::kPosWeight && !ctx.has_input(4)))
       return invalid_argument(op, " differentiates with respect to '", enum_name(a.wrt), "', which is absent");
@@ -219,28 +228,44 @@ OpSchema class_loss_schema(const char* name, const char* summary, bool backward,
              cross_entropy](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
     const auto& a = ctx.attrs_as<A>();
     KILN_RETURN_IF_ERROR(check_reduction(op, a.reduction));
-    if constexpr (std::is_same_v<A, CrossEntropyLossAttrs>) {
+    if constexpr (requires { a.label_smoothing; }) {
       if (!(a.label_smoothing >= 0 && a.label_smoothing <= 1))
         return invalid_argument(op, " label_smoothing ", a.label_smoothing, " must lie in [0, 1]");
     }
     const int off = backward ? 1 : 0;
     KILN_ASSIGN_OR_RETURN(Dims per_item, check_class_loss(op, ctx, off, cross_entropy));
     const DataType dtype = ctx.input(off).dtype;
-    if (!backward) return loss_output(dtype, a.reduction, per_item);
-    KILN_RETURN_IF_ERROR(check_dy(op, ctx, a.reduction, per_item));
-    return one_output(dtype, ctx.input(1).dims);
+    if constexpr (requires { a.wrt; }) {
+      KILN_RETURN_IF_ERROR(check_dy(op, ctx, a.reduction, per_item));
+      switch (a.wrt) {
+        case ClassLossWrt::kInput: return one_output(dtype, ctx.input(1).dims);
+        case ClassLossWrt::kTarget:
+          if (!is_floating(ctx.input(2).dtype))
+            return invalid_argument(op, " differentiates with respect to the target, but it holds class indices");
+          return one_output(dtype, ctx.input(1).dims);
+        case ClassLossWrt::kWeight:
+          if (!ctx.has_input(3))
+            return invalid_argument(op, " differentiates with respect to the class weights, which are absent");
+          return one_output(dtype, ctx.input(3).dims);
+      }
+      return invalid_argument(op, " wrt ", static_cast<int>(a.wrt), " is not input, target or weight");
+    } else {
+      return loss_output(dtype, a.reduction, per_item);
+    }
   };
   return s;
 }
 
 KILN_REGISTER_OP(class_loss_schema<NLLLossAttrs>(
     "NLLLoss", "negative log-likelihood of class targets from log-probabilities (torch.nn.NLLLoss)", false, false));
-KILN_REGISTER_OP(class_loss_schema<NLLLossAttrs>("NLLLossBackward", "dLoss/dx of NLLLoss", true, false));
+KILN_REGISTER_OP(class_loss_schema<NLLLossBackwardAttrs>("NLLLossBackward", "dLoss/d(input wrt) of NLLLoss", true,
+                                                         false));
 KILN_REGISTER_OP(class_loss_schema<CrossEntropyLossAttrs>(
     "CrossEntropyLoss", "log-softmax + NLL from logits, class weights, label smoothing (torch.nn.CrossEntropyLoss)",
     false, true));
-KILN_REGISTER_OP(class_loss_schema<CrossEntropyLossAttrs>("CrossEntropyLossBackward",
-                                                          "dLoss/dlogits of CrossEntropyLoss", true, true));
+KILN_REGISTER_OP(class_loss_schema<CrossEntropyLossBackwardAttrs>("CrossEntropyLossBackward",
+                                                                  "dLoss/d(input wrt) of CrossEntropyLoss", true,
+                                                                  true));
 
 Result<int64_t> check_ctc(const std::string& op, const InferContext& ctx, int off) {
   const auto& a = ctx.attrs_as<CTCLossAttrs>();

@@ -37,12 +37,13 @@ struct SmoothL1LossAttrs : AttrsOf<SmoothL1LossAttrs> {
 enum class BceWrt { kInput, kTarget, kWeight, kPosWeight };
 const char* enum_name(BceWrt w);
 
-/// BCEWithLogitsLoss(x, t, weight?, pos_weight?): w * ((1 - t) x - (1 + (pos_weight - 1) t) log(sigmoid(x))),
-/// weight and pos_weight broadcast to x. Its backward op (dy, x, t, weight?, pos_weight?) gives the derivative
-/// with respect to input `wrt` per element of x (the gradient rule sums it to weight's or pos_weight's shape).
-struct BCEWithLogitsLossAttrs : AttrsOf<BCEWithLogitsLossAttrs> {
+/// BCEWithLogitsLoss(x, t, weight?, pos_weight?) (LossAttrs): w * ((1 - t) x - (1 + (pos_weight - 1) t)
+/// log(sigmoid(x))), weight and pos_weight broadcast to x. Its backward op (dy, x, t, weight?, pos_weight?)
+/// gives the derivative with respect to input `wrt` per element of x (the gradient rule sums it to weight's or
+/// pos_weight's shape).
+struct BCEWithLogitsLossBackwardAttrs : AttrsOf<BCEWithLogitsLossBackwardAttrs> {
   LossReduction reduction = LossReduction::kMean;
-  BceWrt wrt = BceWrt::kInput;  ///< backward op only
+  BceWrt wrt = BceWrt::kInput;
 
   template <class V>
   void visit(V& v) {
@@ -50,6 +51,11 @@ struct BCEWithLogitsLossAttrs : AttrsOf<BCEWithLogitsLossAttrs> {
     v("wrt", wrt);
   }
 };
+
+/// Which input the backward op of NLLLoss or CrossEntropyLoss differentiates: x, the class-probability
+/// target (CrossEntropyLoss) or the class weights (the output then has the weight's shape [C]).
+enum class ClassLossWrt { kInput, kTarget, kWeight };
+const char* enum_name(ClassLossWrt w);
 
 /// NLLLoss(x, target, weight?): x holds log-probabilities [N, C, d1...] (or [C]), target class indices
 /// [N, d1...] (or []), weight one per class. loss = -weight[t] x[t]; targets equal to ignore_index count
@@ -80,6 +86,52 @@ struct CrossEntropyLossAttrs : AttrsOf<CrossEntropyLossAttrs> {
     v("label_smoothing", label_smoothing);
   }
 };
+
+/// The backward ops of NLLLoss and CrossEntropyLoss (dy, x, target, weight?): the forward's attributes and
+/// the input differentiated.
+struct NLLLossBackwardAttrs : AttrsOf<NLLLossBackwardAttrs> {
+  LossReduction reduction = LossReduction::kMean;
+  int64_t ignore_index = -100;
+  ClassLossWrt wrt = ClassLossWrt::kInput;
+
+  template <class V>
+  void visit(V& v) {
+    v("reduction", reduction);
+    v("ignore_index", ignore_index);
+    v("wrt", wrt);
+  }
+};
+
+struct CrossEntropyLossBackwardAttrs : AttrsOf<CrossEntropyLossBackwardAttrs> {
+  LossReduction reduction = LossReduction::kMean;
+  int64_t ignore_index = -100;
+  float label_smoothing = 0.0f;
+  ClassLossWrt wrt = ClassLossWrt::kInput;
+
+  template <class V>
+  void visit(V& v) {
+    v("reduction", reduction);
+    v("ignore_index", ignore_index);
+    v("label_smoothing", label_smoothing);
+    v("wrt", wrt);
+  }
+};
+
+inline NLLLossBackwardAttrs backward_attrs(const NLLLossAttrs& a, ClassLossWrt wrt) {
+  NLLLossBackwardAttrs b;
+  b.reduction = a.reduction;
+  b.ignore_index = a.ignore_index;
+  b.wrt = wrt;
+  return b;
+}
+inline CrossEntropyLossBackwardAttrs backward_attrs(const CrossEntropyLossAttrs& a, ClassLossWrt wrt) {
+  CrossEntropyLossBackwardAttrs b;
+  b.reduction = a.reduction;
+  b.ignore_index = a.ignore_index;
+  b.label_smoothing = a.label_smoothing;
+  b.wrt = wrt;
+  return b;
+}
 
 /// CTCLoss(log_probs [T, N, C], targets [N, S] or concatenated [sum(target_lengths)], input_lengths [N],
 /// target_lengths [N]): -log p(target | log_probs) summed over alignments. mean divides each loss by its

@@ -1,6 +1,8 @@
-// Gradient rules of the losses: each calls its backward op. Class indices, lengths and CTC targets have
-// no gradient; nor have NLLLoss's and CrossEntropyLoss's class weights and class-probability targets
-// (PyTorch has none for the weights either).
+// Gradient rules of the losses: each calls its backward op, once per input that needs a gradient. Class
+// indices, lengths and CTC targets have none.
+#include <type_traits>
+#include <utility>
+
 #include "ops/grad.h"
 #include "ops/loss/loss.h"
 #include "ops/unary/unary.h"
@@ -42,7 +44,8 @@ Status bce_grad(GradBuilder& b) {
   if (!dy) return Status::ok();
   for (int i = 0; i < b.num_inputs() && i < 4; ++i) {
     if (!b.input(i) || !b.needs_grad(i)) continue;
-    auto attrs = std::make_unique<BCEWithLogitsLossAttrs>(b.attrs_as<BCEWithLogitsLossAttrs>());
+    auto attrs = std::make_unique<BCEWithLogitsLossBackwardAttrs>();
+    attrs->reduction = b.attrs_as<LossAttrs>().reduction;
     attrs->wrt = static_cast<BceWrt>(i);
     KILN_ASSIGN_OR_RETURN(GradValue g, b.add1("BCEWithLogitsLossBackward", std::move(attrs), backward_inputs(b, dy)));
     if (i >= 2) {
@@ -53,26 +56,36 @@ Status bce_grad(GradBuilder& b) {
   return Status::ok();
 }
 
-/// NLLLoss, CrossEntropyLoss, CTCLoss: the gradient of input 0 only.
-template <const char* kBackward>
-Status first_input_grad(GradBuilder& b) {
+/// NLLLoss and CrossEntropyLoss: x, a class-probability target (CrossEntropyLoss), the class weights.
+template <class A>
+Status class_loss_grad(GradBuilder& b) {
   const GradValue dy = b.grad_output(0);
-  if (!dy || !b.needs_grad(0)) return Status::ok();
-  KILN_ASSIGN_OR_RETURN(GradValue dx, b.add1(kBackward, b.attrs().clone(), backward_inputs(b, dy)));
-  return b.set_grad(0, dx);
+  if (!dy) return Status::ok();
+  const char* op = std::is_same_v<A, NLLLossAttrs> ? "NLLLossBackward" : "CrossEntropyLossBackward";
+  for (auto [i, wrt] : {std::pair{0, ClassLossWrt::kInput}, {1, ClassLossWrt::kTarget}, {2, ClassLossWrt::kWeight}}) {
+    if (!b.input(i) || !b.needs_grad(i) || !is_floating(b.desc(b.input(i)).dtype)) continue;
+    auto attrs = std::make_unique<decltype(backward_attrs(b.attrs_as<A>(), wrt))>(backward_attrs(b.attrs_as<A>(), wrt));
+    KILN_ASSIGN_OR_RETURN(GradValue g, b.add1(op, std::move(attrs), backward_inputs(b, dy)));
+    KILN_RETURN_IF_ERROR(b.set_grad(i, g));
+  }
+  return Status::ok();
 }
 
-constexpr char kNllBackward[] = "NLLLossBackward";
-constexpr char kCrossEntropyBackward[] = "CrossEntropyLossBackward";
-constexpr char kCtcBackward[] = "CTCLossBackward";
+/// CTCLoss: the gradient of log_probs.
+Status ctc_grad(GradBuilder& b) {
+  const GradValue dy = b.grad_output(0);
+  if (!dy || !b.needs_grad(0)) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(GradValue dx, b.add1("CTCLossBackward", b.attrs().clone(), backward_inputs(b, dy)));
+  return b.set_grad(0, dx);
+}
 
 KILN_REGISTER_GRAD("MSELoss", pointwise_loss_grad<kMseBackward>);
 KILN_REGISTER_GRAD("L1Loss", pointwise_loss_grad<kL1Backward>);
 KILN_REGISTER_GRAD("SmoothL1Loss", pointwise_loss_grad<kSmoothL1Backward>);
 KILN_REGISTER_GRAD("BCEWithLogitsLoss", bce_grad);
-KILN_REGISTER_GRAD("NLLLoss", first_input_grad<kNllBackward>);
-KILN_REGISTER_GRAD("CrossEntropyLoss", first_input_grad<kCrossEntropyBackward>);
-KILN_REGISTER_GRAD("CTCLoss", first_input_grad<kCtcBackward>);
+KILN_REGISTER_GRAD("NLLLoss", class_loss_grad<NLLLossAttrs>);
+KILN_REGISTER_GRAD("CrossEntropyLoss", class_loss_grad<CrossEntropyLossAttrs>);
+KILN_REGISTER_GRAD("CTCLoss", ctc_grad);
 
 }  // namespace
 }  // namespace kiln

@@ -52,7 +52,7 @@ void pointwise_cases(std::vector<OpCase>& cases) {
 void bce_cases(std::vector<OpCase>& cases) {
   const Dims x = {4, 6};
   for (LossReduction r : kReductions) {
-    BCEWithLogitsLossAttrs a;
+    LossAttrs a;
     a.reduction = r;
     const InputSpec logits = uniform(x, -6, 6), target = uniform(x, 0, 1);
     cases.push_back({"BCEWithLogitsLoss", rname(r), attrs(a), {logits, target}});
@@ -65,7 +65,8 @@ void bce_cases(std::vector<OpCase>& cases) {
                      attrs(a),
                      {logits, target, uniform({4, 1}, 0.2, 2), absent()}});
     for (BceWrt wrt : {BceWrt::kInput, BceWrt::kTarget, BceWrt::kWeight, BceWrt::kPosWeight}) {
-      BCEWithLogitsLossAttrs b = a;
+      BCEWithLogitsLossBackwardAttrs b;
+      b.reduction = r;
       b.wrt = wrt;
       const std::string name = rname(r) + " wrt " + enum_name(wrt);
       cases.push_back({"BCEWithLogitsLossBackward",
@@ -109,52 +110,61 @@ void class_cases(std::vector<OpCase>& cases) {
       // NLLLoss on log-probabilities (any values work); targets include ignore_index -1.
       const auto nll = attrs(class_attrs<NLLLossAttrs>(r, -1));
       const InputSpec lp = uniform(s.x, -4, 0), t = ints(s.item, -1, s.classes - 1), w = uniform({s.classes}, 0.2, 2);
+      auto nll_b = [&](ClassLossWrt wrt) { return attrs(backward_attrs(class_attrs<NLLLossAttrs>(r, -1), wrt)); };
       cases.push_back({"NLLLoss", base, nll, {lp, t}});
       cases.push_back({"NLLLoss", base + " weight", nll, {lp, ints(s.item, 0, s.classes - 1, i32), w}});
-      cases.push_back({"NLLLossBackward", base, nll, {dy_for(r, s.item), lp, t}});
-      cases.push_back({"NLLLossBackward", base + " weight", nll, {dy_for(r, s.item), lp, t, w}});
+      cases.push_back({"NLLLossBackward", base, nll_b(ClassLossWrt::kInput), {dy_for(r, s.item), lp, t}});
+      cases.push_back(
+          {"NLLLossBackward", base + " weight", nll_b(ClassLossWrt::kInput), {dy_for(r, s.item), lp, t, w}});
+      cases.push_back(
+          {"NLLLossBackward", base + " wrt weight", nll_b(ClassLossWrt::kWeight), {dy_for(r, s.item), lp, t, w}});
       for (float eps : {0.0f, 0.2f}) {
         auto ce = class_attrs<CrossEntropyLossAttrs>(r, -1);
         ce.label_smoothing = eps;
+        auto ce_b = [&](ClassLossWrt wrt) { return attrs(backward_attrs(ce, wrt)); };
         const std::string name = base + (eps > 0 ? " smoothing 0.2" : "");
-        const InputSpec logits = uniform(s.x, -5, 5);
+        const InputSpec logits = uniform(s.x, -5, 5), probs = uniform(s.x, 0, 1);
+        const InputSpec dy = dy_for(r, s.item);
         cases.push_back({"CrossEntropyLoss", name, attrs(ce), {logits, t}});
         cases.push_back({"CrossEntropyLoss", name + " weight", attrs(ce), {logits, t, w}});
-        cases.push_back({"CrossEntropyLossBackward", name, attrs(ce), {dy_for(r, s.item), logits, t}});
-        cases.push_back({"CrossEntropyLossBackward", name + " weight", attrs(ce), {dy_for(r, s.item), logits, t, w}});
-        cases.push_back({"CrossEntropyLoss", name + " probabilities", attrs(ce), {logits, uniform(s.x, 0, 1), w}});
+        cases.push_back({"CrossEntropyLossBackward", name, ce_b(ClassLossWrt::kInput), {dy, logits, t}});
+        cases.push_back({"CrossEntropyLossBackward", name + " weight", ce_b(ClassLossWrt::kInput), {dy, logits, t, w}});
+        cases.push_back(
+            {"CrossEntropyLossBackward", name + " wrt weight", ce_b(ClassLossWrt::kWeight), {dy, logits, t, w}});
+        cases.push_back({"CrossEntropyLoss", name + " probabilities", attrs(ce), {logits, probs, w}});
+        cases.push_back(
+            {"CrossEntropyLossBackward", name + " probabilities", ce_b(ClassLossWrt::kInput), {dy, logits, probs}});
         cases.push_back({"CrossEntropyLossBackward",
-                         name + " probabilities",
-                         attrs(ce),
-                         {dy_for(r, s.item), logits, uniform(s.x, 0, 1)}});
+                         name + " probabilities wrt target",
+                         ce_b(ClassLossWrt::kTarget),
+                         {dy, logits, probs, w}});
+        cases.push_back({"CrossEntropyLossBackward",
+                         name + " probabilities wrt weight",
+                         ce_b(ClassLossWrt::kWeight),
+                         {dy, logits, probs, w}});
       }
     }
   // Large: a classifier batch, and a segmentation-like [N, C, H, W].
   for (LossReduction r : {LossReduction::kMean, LossReduction::kNone}) {
     auto ce = class_attrs<CrossEntropyLossAttrs>(r, 3);
     ce.label_smoothing = 0.1f;
+    const auto ce_b = attrs(backward_attrs(ce, ClassLossWrt::kInput));
     const Dims rows = {512, 1000}, seg = {4, 21, 32, 32};
-    cases.push_back(f32({"CrossEntropyLoss",
-                         rname(r) + " 512x1000",
-                         attrs(ce),
-                         {uniform(rows, -5, 5), ints({512}, 0, 999), uniform({1000}, 0.5, 2)}}));
+    const InputSpec logits = uniform(rows, -5, 5), t = ints({512}, 0, 999), seg_t = ints({4, 32, 32}, 0, 20);
+    cases.push_back(f32({"CrossEntropyLoss", rname(r) + " 512x1000", attrs(ce), {logits, t, uniform({1000}, 0.5, 2)}}));
+    cases.push_back(f32({"CrossEntropyLossBackward", rname(r) + " 512x1000", ce_b, {dy_for(r, {512}), logits, t}}));
+    cases.push_back(f32({"CrossEntropyLoss", rname(r) + " 4x21x32x32", attrs(ce), {uniform(seg, -5, 5), seg_t}}));
     cases.push_back(f32({"CrossEntropyLossBackward",
-                         rname(r) + " 512x1000",
-                         attrs(ce),
-                         {dy_for(r, {512}), uniform(rows, -5, 5), ints({512}, 0, 999)}}));
-    cases.push_back(f32(
-        {"CrossEntropyLoss", rname(r) + " 4x21x32x32", attrs(ce), {uniform(seg, -5, 5), ints({4, 32, 32}, 0, 20)}}));
-    cases.push_back(
-        f32({"CrossEntropyLossBackward",
-             rname(r) + " 4x21x32x32",
-             attrs(ce),
-             {dy_for(r, {4, 32, 32}), uniform(seg, -5, 5), ints({4, 32, 32}, 0, 20), uniform({21}, 0.5, 2)}}));
-    const auto nll = attrs(class_attrs<NLLLossAttrs>(r, 3));
-    cases.push_back(f32({"NLLLoss", rname(r) + " 512x1000", nll, {uniform(rows, -8, 0), ints({512}, 0, 999)}}));
+                         rname(r) + " 4x21x32x32",
+                         ce_b,
+                         {dy_for(r, {4, 32, 32}), uniform(seg, -5, 5), seg_t, uniform({21}, 0.5, 2)}}));
+    const auto nll = class_attrs<NLLLossAttrs>(r, 3);
+    const InputSpec lp = uniform(rows, -8, 0);
+    cases.push_back(f32({"NLLLoss", rname(r) + " 512x1000", attrs(nll), {lp, t}}));
     cases.push_back(f32({"NLLLossBackward",
                          rname(r) + " 512x1000",
-                         nll,
-                         {dy_for(r, {512}), uniform(rows, -8, 0), ints({512}, 0, 999)}}));
+                         attrs(backward_attrs(nll, ClassLossWrt::kInput)),
+                         {dy_for(r, {512}), lp, t}}));
   }
 }
 

@@ -201,7 +201,8 @@ TEST(LossesTest, CrossEntropyNoneForwardAndBackwardOp) {
     SCOPED_TRACE(std::string(backend_name(b)));
     expect_near_all(forward("CrossEntropyLoss", a, {{"x", x, true}, {"t", t}}, b),
                     {0.811504653f, 1.02136948f, 2.02017931f}, 2e-6, "loss");
-    expect_near_all(forward("CrossEntropyLossBackward", a, {{"dy", dy, true}, {"x", x}, {"t", t}}, b),
+    expect_near_all(forward("CrossEntropyLossBackward", backward_attrs(a, ClassLossWrt::kInput),
+                            {{"dy", dy, true}, {"x", x}, {"t", t}}, b),
                     {0.04174327f, 0.0845754453f, 0.151586679f, -0.277905394f, 0.639898549f, -0.312432989f,
                      -0.210804979f, -0.116660581f, 1.06150526f, 0.510600517f, -1.73473664f, 0.162630861f},
                     2e-6, "dx");
@@ -290,7 +291,7 @@ TEST(LossesTest, PointwiseLosses) {
 }
 
 TEST(LossesTest, BCEWithLogitsAllInputs) {
-  BCEWithLogitsLossAttrs a;
+  LossAttrs a;
   const std::vector<In> ins = {
       {"x", wave({2, 3}, 3, 0.37, 0.1), true},
       {"t", floats({2, 3}, {0.599334665f, 0.83343482f, 0.976045161f, 0.98803547f, 0.866115719f, 0.643739f}), true},
@@ -301,6 +302,34 @@ TEST(LossesTest, BCEWithLogitsAllInputs) {
          {"t", {0.067469636f, -0.245504158f, -0.727684787f, -0.224130415f, -0.504028269f, -0.918994747f}},
          {"w", {0.25790248f, 0.131484361f, 0.212801708f}},
          {"pw", {0.0325259756f, 0.0387867944f, 0.0459338626f}}});
+}
+
+// Gradients PyTorch does not give (class weights, probability targets): finite differences only, on the
+// reference backend (the CPU kernels take only the logits' gradient).
+TEST(LossesTest, ClassWeightAndProbabilityTargetGradients) {
+  for (LossReduction r : {LossReduction::kMean, LossReduction::kSum}) {
+    SCOPED_TRACE(enum_name(r));
+    CrossEntropyLossAttrs ce;
+    ce.reduction = r;
+    ce.label_smoothing = 0.15f;
+    ce.ignore_index = 1;
+    const Tensor x = wave({3, 4, 2}, 2, 0.37, 0.1), w = floats({4}, {0.5f, 1, 1.5f, 2});
+    const Tensor probs = floats({3, 4, 2}, {0.1f, 0.4f, 0.2f, 0.1f, 0.3f, 0.2f, 0.4f, 0.3f, 0.25f, 0.25f, 0.25f, 0.25f,
+                                            0.7f, 0.1f, 0.1f, 0.1f, 0.1f, 0.6f, 0.1f, 0.2f, 0.3f,  0.1f,  0.4f,  0.2f});
+    const Tensor cls = int64s({3, 2}, {0, 1, 3, 2, 1, 1});
+    for (const Tensor& t : {probs, cls}) {
+      const std::vector<In> ins = {{"x", x, true}, {"t", t, is_floating(t.dtype())}, {"w", w, true}};
+      const auto got = gradients("CrossEntropyLoss", ce, ins, Backend::kRef);
+      ASSERT_EQ(got.size(), is_floating(t.dtype()) ? 4u : 3u);
+      expect_finite_differences("CrossEntropyLoss", ce, ins, got);
+    }
+    NLLLossAttrs nll;
+    nll.reduction = ce.reduction;
+    const std::vector<In> ins = {{"x", x, true}, {"t", cls}, {"w", w, true}};
+    const auto got = gradients("NLLLoss", nll, ins, Backend::kRef);
+    ASSERT_EQ(got.size(), 3u);
+    expect_finite_differences("NLLLoss", nll, ins, got);
+  }
 }
 
 /// log_softmax of wave([6, 2, 4]) over the classes.
