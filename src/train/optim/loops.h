@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "core/parallel.h"
@@ -18,6 +20,28 @@ inline int64_t chunk_count(int64_t n) { return (n + kChunk - 1) / kChunk; }
 template <class F>
 void for_chunks(int64_t n, F&& f) {
   parallel_for(chunk_count(n), 1, [&](int64_t c) { f(c * kChunk, std::min(n, (c + 1) * kChunk)); });
+}
+
+namespace detail {
+template <class F, class... Done>
+void dispatch(F& f, std::tuple<Done...> /*done*/) {
+  f(Done{}...);
+}
+template <class F, class... Done, class... Rest>
+void dispatch(F& f, std::tuple<Done...> /*done*/, bool first, Rest... rest) {
+  if (first) {
+    dispatch(f, std::tuple<Done..., std::true_type>{}, rest...);
+  } else {
+    dispatch(f, std::tuple<Done..., std::false_type>{}, rest...);
+  }
+}
+}  // namespace detail
+
+/// Calls f(std::bool_constant<flags>...): branches the loop would take on every element become
+/// compile-time, so the loop body has no control flow and vectorizes.
+template <class F, class... Flags>
+void dispatch(F&& f, Flags... flags) {
+  detail::dispatch(f, std::tuple<>{}, static_cast<bool>(flags)...);
 }
 
 /// Sum over i of x[i]^2 in double: partial sums per chunk, added in chunk order.

@@ -25,25 +25,30 @@ class Sgd final : public Optimizer {
     if (o_.momentum == 0) return {};
     return {{"momentum_buffer"}};
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n) override {
+  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
     const auto wd = static_cast<float>(l2_decay());
     const auto neg_lr = static_cast<float>(-lr());
     const auto m = static_cast<float>(o_.momentum);
     const auto keep = static_cast<float>(1.0 - o_.dampening);
-    const bool has_momentum = o_.momentum != 0, nesterov = o_.nesterov, first = state.step == 1;
-    float* buf = has_momentum ? state.buffer(0) : nullptr;
-    loops::for_chunks(n, [&](int64_t b, int64_t e) {
+    const bool first = state.step == 1;
+    float* buf = o_.momentum != 0 ? state.buffer(0) : nullptr;
+    loops::dispatch(
+        [&](auto l2, auto momentum, auto nesterov) {
+          loops::for_chunks(n, [&](int64_t b, int64_t e) {
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) {
-        float d = g[i];
-        if (wd != 0) d = d + wd * p[i];
-        if (has_momentum) {
-          buf[i] = first ? d : buf[i] * m + keep * d;
-          d = nesterov ? d + m * buf[i] : buf[i];
-        }
-        p[i] = p[i] + neg_lr * d;
-      }
-    });
+            for (int64_t i = b; i < e; ++i) {
+              const float w = p[i] * decay;
+              float d = g[i];
+              if constexpr (decltype(l2)::value) d = d + wd * w;
+              if constexpr (decltype(momentum)::value) {
+                buf[i] = first ? d : buf[i] * m + keep * d;
+                d = decltype(nesterov)::value ? d + m * buf[i] : buf[i];
+              }
+              p[i] = w + neg_lr * d;
+            }
+          });
+        },
+        wd != 0, o_.momentum != 0, o_.nesterov);
   }
 
  private:
@@ -58,22 +63,27 @@ class Adagrad final : public Optimizer {
   std::vector<Slot> slots() const override {
     return {{"sum", false, static_cast<float>(o_.initial_accumulator_value)}};
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n) override {
+  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
     const auto wd = static_cast<float>(l2_decay());
     const double clr = lr() / (1 + static_cast<double>(state.step - 1) * o_.lr_decay);
     const auto neg_clr = static_cast<float>(-clr);
     const auto eps = static_cast<float>(o_.eps);
     float* sum = state.buffer(0);
-    loops::for_chunks(n, [&](int64_t b, int64_t e) {
+    loops::dispatch(
+        [&](auto l2) {
+          loops::for_chunks(n, [&](int64_t b, int64_t e) {
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) {
-        float d = g[i];
-        if (wd != 0) d = d + wd * p[i];
-        sum[i] = sum[i] + d * d;
-        float std = std::sqrt(sum[i]) + eps;
-        p[i] = p[i] + neg_clr * (d / std);
-      }
-    });
+            for (int64_t i = b; i < e; ++i) {
+              const float w = p[i] * decay;
+              float d = g[i];
+              if constexpr (decltype(l2)::value) d = d + wd * w;
+              sum[i] = sum[i] + d * d;
+              float std = std::sqrt(sum[i]) + eps;
+              p[i] = w + neg_clr * (d / std);
+            }
+          });
+        },
+        wd != 0);
   }
 
  private:
@@ -91,39 +101,44 @@ class Rmsprop final : public Optimizer {
     if (o_.centered) s.push_back({"grad_avg"});
     return s;
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n) override {
+  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
     const auto wd = static_cast<float>(l2_decay());
     const auto neg_lr = static_cast<float>(-lr());
     const auto alpha = static_cast<float>(o_.alpha);
     const auto one_minus_alpha = static_cast<float>(1.0 - o_.alpha);
     const auto eps = static_cast<float>(o_.eps);
     const auto m = static_cast<float>(o_.momentum);
-    const bool has_momentum = o_.momentum > 0, centered = o_.centered;
+    const bool has_momentum = o_.momentum > 0;
     float* sq = state.buffer(0);
     float* buf = has_momentum ? state.buffer(1) : nullptr;
-    float* ga = centered ? state.buffer(has_momentum ? 2 : 1) : nullptr;
-    loops::for_chunks(n, [&](int64_t b, int64_t e) {
+    float* ga = o_.centered ? state.buffer(has_momentum ? 2 : 1) : nullptr;
+    loops::dispatch(
+        [&](auto l2, auto momentum, auto centered) {
+          loops::for_chunks(n, [&](int64_t b, int64_t e) {
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) {
-        float d = g[i];
-        if (wd != 0) d = d + wd * p[i];
-        sq[i] = sq[i] * alpha + one_minus_alpha * d * d;
-        float avg;
-        if (centered) {
-          ga[i] = ga[i] * alpha + one_minus_alpha * d;
-          avg = std::sqrt(sq[i] + -1.0f * ga[i] * ga[i]);
-        } else {
-          avg = std::sqrt(sq[i]);
-        }
-        avg = avg + eps;
-        if (has_momentum) {
-          buf[i] = buf[i] * m + d / avg;
-          p[i] = p[i] + neg_lr * buf[i];
-        } else {
-          p[i] = p[i] + neg_lr * (d / avg);
-        }
-      }
-    });
+            for (int64_t i = b; i < e; ++i) {
+              const float w = p[i] * decay;
+              float d = g[i];
+              if constexpr (decltype(l2)::value) d = d + wd * w;
+              sq[i] = sq[i] * alpha + one_minus_alpha * d * d;
+              float avg;
+              if constexpr (decltype(centered)::value) {
+                ga[i] = ga[i] * alpha + one_minus_alpha * d;
+                avg = std::sqrt(sq[i] + -1.0f * ga[i] * ga[i]);
+              } else {
+                avg = std::sqrt(sq[i]);
+              }
+              avg = avg + eps;
+              if constexpr (decltype(momentum)::value) {
+                buf[i] = buf[i] * m + d / avg;
+                p[i] = w + neg_lr * buf[i];
+              } else {
+                p[i] = w + neg_lr * (d / avg);
+              }
+            }
+          });
+        },
+        wd != 0, has_momentum, o_.centered);
   }
 
  private:
@@ -137,7 +152,7 @@ class Adadelta final : public Optimizer {
 
  protected:
   std::vector<Slot> slots() const override { return {{"square_avg"}, {"acc_delta"}}; }
-  void update(ParamState& state, float* p, const float* g, int64_t n) override {
+  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
     const auto wd = static_cast<float>(l2_decay());
     const auto neg_lr = static_cast<float>(-lr());
     const auto rho = static_cast<float>(o_.rho);
@@ -145,18 +160,23 @@ class Adadelta final : public Optimizer {
     const auto eps = static_cast<float>(o_.eps);
     float* sq = state.buffer(0);
     float* acc = state.buffer(1);
-    loops::for_chunks(n, [&](int64_t b, int64_t e) {
+    loops::dispatch(
+        [&](auto l2) {
+          loops::for_chunks(n, [&](int64_t b, int64_t e) {
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) {
-        float d = g[i];
-        if (wd != 0) d = d + wd * p[i];
-        sq[i] = sq[i] * rho + one_minus_rho * d * d;
-        float std = std::sqrt(sq[i] + eps);
-        float delta = std::sqrt(acc[i] + eps) / std * d;
-        acc[i] = acc[i] * rho + one_minus_rho * delta * delta;
-        p[i] = p[i] + neg_lr * delta;
-      }
-    });
+            for (int64_t i = b; i < e; ++i) {
+              const float w = p[i] * decay;
+              float d = g[i];
+              if constexpr (decltype(l2)::value) d = d + wd * w;
+              sq[i] = sq[i] * rho + one_minus_rho * d * d;
+              float std = std::sqrt(sq[i] + eps);
+              float delta = std::sqrt(acc[i] + eps) / std * d;
+              acc[i] = acc[i] * rho + one_minus_rho * delta * delta;
+              p[i] = w + neg_lr * delta;
+            }
+          });
+        },
+        wd != 0);
   }
 
  private:
@@ -175,7 +195,7 @@ class Adam final : public Optimizer {
     if (o_.amsgrad) s.push_back({"max_exp_avg_sq"});
     return s;
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n) override {
+  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
     const auto wd = static_cast<float>(l2_decay());
     const auto b1 = static_cast<float>(o_.beta1), b2 = static_cast<float>(o_.beta2);
     const auto one_minus_b1 = static_cast<float>(1.0 - o_.beta1);
@@ -186,26 +206,30 @@ class Adam final : public Optimizer {
     const auto neg_step_size = static_cast<float>(-(lr() / bias_correction1));
     const auto bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
     const auto eps = static_cast<float>(o_.eps);
-    const bool amsgrad = o_.amsgrad;
     float* m = state.buffer(0);
     float* v = state.buffer(1);
-    float* vmax = amsgrad ? state.buffer(2) : nullptr;
-    loops::for_chunks(n, [&](int64_t b, int64_t e) {
+    float* vmax = o_.amsgrad ? state.buffer(2) : nullptr;
+    loops::dispatch(
+        [&](auto l2, auto amsgrad) {
+          loops::for_chunks(n, [&](int64_t b, int64_t e) {
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) {
-        float d = g[i];
-        if (wd != 0) d = d + wd * p[i];
-        m[i] = m[i] * b1 + one_minus_b1 * d;
-        v[i] = v[i] * b2 + one_minus_b2 * d * d;
-        float second = v[i];
-        if (amsgrad) {
-          vmax[i] = vmax[i] > v[i] ? vmax[i] : v[i];
-          second = vmax[i];
-        }
-        float denom = std::sqrt(second) / bc2_sqrt + eps;
-        p[i] = p[i] + neg_step_size * (m[i] / denom);
-      }
-    });
+            for (int64_t i = b; i < e; ++i) {
+              const float w = p[i] * decay;
+              float d = g[i];
+              if constexpr (decltype(l2)::value) d = d + wd * w;
+              m[i] = m[i] * b1 + one_minus_b1 * d;
+              v[i] = v[i] * b2 + one_minus_b2 * d * d;
+              float second = v[i];
+              if constexpr (decltype(amsgrad)::value) {
+                vmax[i] = vmax[i] > v[i] ? vmax[i] : v[i];
+                second = vmax[i];
+              }
+              float denom = std::sqrt(second) / bc2_sqrt + eps;
+              p[i] = w + neg_step_size * (m[i] / denom);
+            }
+          });
+        },
+        wd != 0, o_.amsgrad);
   }
 
  private:
@@ -223,7 +247,7 @@ class Novograd final : public Optimizer {
     if (o_.amsgrad) s.push_back({"max_exp_avg_sq", true});
     return s;
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n) override {
+  void update(ParamState& state, float* p, const float* g, int64_t n, float /*decay*/) override {
     // The layer's second moment: the squared L2 norm of its gradient, averaged over steps.
     const auto grad_norm = static_cast<float>(std::sqrt(loops::sum_squares(g, n)));
     const float norm_sq = grad_norm * grad_norm;
@@ -236,32 +260,35 @@ class Novograd final : public Optimizer {
       second = vmax;
     }
     const float denom = std::sqrt(second) + static_cast<float>(o_.eps);
+    // NovoGrad's weight decay is its own (added to the normalized gradient), so `decay` is always 1.
     const auto wd = static_cast<float>(weight_decay());
     const auto b1 = static_cast<float>(o_.beta1);
     const auto scale = static_cast<float>(o_.grad_averaging ? 1.0 - o_.beta1 : 1.0);
-    const bool averaging = o_.grad_averaging;
+    const auto neg_lr = static_cast<float>(-lr());
     float* m = state.buffer(0);
+    // Without layer-wise update clipping the weights are updated in the same pass as the moment.
+    loops::dispatch(
+        [&](auto weight_decay, auto averaging, auto update) {
+          loops::for_chunks(n, [&](int64_t b, int64_t e) {
+#pragma omp simd
+            for (int64_t i = b; i < e; ++i) {
+              float d = g[i] / denom;
+              if constexpr (decltype(weight_decay)::value) d = d + wd * p[i];
+              if constexpr (decltype(averaging)::value) d = d * scale;
+              m[i] = m[i] * b1 + d;
+              if constexpr (decltype(update)::value) p[i] = p[i] + neg_lr * m[i];
+            }
+          });
+        },
+        wd != 0, o_.grad_averaging, !o_.luc);
+    if (!o_.luc) return;
+    const auto data_norm = static_cast<float>(std::sqrt(loops::sum_squares(p, n)));
+    const auto update_norm = static_cast<float>(std::sqrt(loops::sum_squares(m, n)));
+    const float factor = static_cast<float>(o_.luc_trust) * data_norm / (update_norm + static_cast<float>(o_.luc_eps));
+    const auto neg_luc_lr = static_cast<float>(-std::min(static_cast<double>(factor), lr()));
     loops::for_chunks(n, [&](int64_t b, int64_t e) {
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) {
-        float d = g[i] / denom;
-        if (wd != 0) d = d + wd * p[i];
-        if (averaging) d = d * scale;
-        m[i] = m[i] * b1 + d;
-      }
-    });
-    double step_lr = lr();
-    if (o_.luc) {
-      const auto data_norm = static_cast<float>(std::sqrt(loops::sum_squares(p, n)));
-      const auto update_norm = static_cast<float>(std::sqrt(loops::sum_squares(m, n)));
-      const float factor =
-          static_cast<float>(o_.luc_trust) * data_norm / (update_norm + static_cast<float>(o_.luc_eps));
-      step_lr = std::min(static_cast<double>(factor), step_lr);
-    }
-    const auto neg_lr = static_cast<float>(-step_lr);
-    loops::for_chunks(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-      for (int64_t i = b; i < e; ++i) p[i] = p[i] + neg_lr * m[i];
+      for (int64_t i = b; i < e; ++i) p[i] = p[i] + neg_luc_lr * m[i];
     });
   }
 
@@ -375,22 +402,15 @@ Status Optimizer::step() {
   const OptimizerCommon& c = common();
   if (c.clip_grad_value > 0) KILN_RETURN_IF_ERROR(clip_grad_value(params_, c.clip_grad_value));
   if (c.clip_grad_norm > 0) KILN_RETURN_IF_ERROR(clip_grad_norm(params_, c.clip_grad_norm).status());
-  const auto decay = static_cast<float>(1.0 - lr_ * c.weight_decay);
-  const bool decoupled = c.decoupled_weight_decay;
+  // Decoupled weight decay scales the weights by 1 - lr * weight_decay before the update (in the same
+  // pass; a factor of exactly 1 leaves them unchanged).
+  const auto decay = static_cast<float>(c.decoupled_weight_decay ? 1.0 - lr_ * c.weight_decay : 1.0);
   for (size_t i = 0; i < params_.size(); ++i) {
     Parameter& p = params_[i];
     if (!p.grad.defined()) continue;
     ParamState& state = states_[i];
     ++state.step;
-    float* value = p.value.data<float>();
-    const int64_t n = p.value.numel();
-    if (decoupled) {
-      loops::for_chunks(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-        for (int64_t j = b; j < e; ++j) value[j] = value[j] * decay;
-      });
-    }
-    update(state, value, p.grad.data<float>(), n);
+    update(state, p.value.data<float>(), p.grad.data<float>(), p.value.numel(), decay);
   }
   return Status::ok();
 }

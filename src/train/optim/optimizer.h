@@ -163,8 +163,9 @@ class Optimizer {
 
   Optimizer(std::string name, OptimizerOptions options, std::vector<Parameter> params);
   virtual std::vector<Slot> slots() const = 0;
-  /// Updates `n` elements of one parameter; `state.step` is already incremented.
-  virtual void update(ParamState& state, float* param, const float* grad, int64_t n) = 0;
+  /// Updates `n` elements of one parameter; `state.step` is already incremented. The weights are
+  /// param[i] * decay (decoupled weight decay, 1 without) before the update.
+  virtual void update(ParamState& state, float* param, const float* grad, int64_t n, float decay) = 0;
 
   const OptimizerCommon& common() const;
   /// The weight decay to add to the gradient: 0 when it is decoupled (applied by step() instead).

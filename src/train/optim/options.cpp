@@ -94,7 +94,7 @@ std::string OptionValue::to_string() const {
 
 std::string closest_match(std::string_view word, const std::vector<std::string_view>& candidates) {
   std::string_view best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  size_t best_distance = std::max<size_t>(1, word.size() / 4) + 1;  // a typo: one edit per four letters
   for (std::string_view c : candidates) {
     // Levenshtein distance, one row at a time.
     std::vector<size_t> row(c.size() + 1);

@@ -334,6 +334,23 @@ TEST(Optimizer, LargeTensorsMatchTheSmallProblemElementwise) {
   }
 }
 
+TEST(Optimizer, EmptyParametersAreFine) {
+  for (std::string_view name : optimizer_names()) {
+    Tensor v = Tensor::zeros(DataType::kFloat32, {0, 4}).value(), g = Tensor::zeros(DataType::kFloat32, {0, 4}).value();
+    OptionMap config = {{"name", std::string(name)}};
+    if (name == "novograd") config.emplace("luc", true);
+    auto opt = Optimizer::create(config, {{"e", v, g}});
+    ASSERT_TRUE(opt.is_ok()) << opt.status().to_string();
+    EXPECT_TRUE((*opt)->step().is_ok()) << name;
+    auto state = (*opt)->export_state();
+    ASSERT_TRUE(state.is_ok());
+    EXPECT_TRUE((*opt)->import_state(*state).is_ok()) << name;
+  }
+  auto none = Optimizer::create(AdamOptions(), {});
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_TRUE((*none)->step().is_ok());
+}
+
 TEST(Optimizer, RejectsBadParameters) {
   Problem problem;
   std::vector<Parameter> params = problem.params();
@@ -373,6 +390,7 @@ TEST(Optimizer, ConfigErrorsNameTheKey) {
       {{{"name", "adam"}, {"amsgrad", 1}}, {"optim.amsgrad: expected true or false"}},
       {{{"name", "sgd"}, {"lr", -1}}, {"optim.lr: -1 must be >= 0"}},
       {{{"name", "adamm"}}, {"optim.name: unknown optimizer 'adamm'", "did you mean 'adam'?", "novograd"}},
+      {{{"name", "sgd"}, {"luc", true}}, {"optim.luc: unknown key for optimizer 'sgd' (known keys: lr,"}},
       {{{"lr", 0.1}}, {"optim.name: missing"}},
       {{{"name", 3}}, {"optim.name: expected an optimizer name"}},
       {{{"name", "momentum"}, {"momentum", 0}}, {"optim.momentum", "needs momentum > 0"}},
