@@ -392,7 +392,15 @@ Result<std::unique_ptr<Optimizer>> Optimizer::create(const OptionMap& config, st
   return create(options, std::move(params));
 }
 
+Status Optimizer::check_list() const {
+  if (params_.size() != states_.size())
+    return invalid_argument("the optimizer was created for ", states_.size(), " parameters but now has ",
+                            params_.size(), "; create a new optimizer for another parameter list");
+  return Status::ok();
+}
+
 Status Optimizer::step() {
+  KILN_RETURN_IF_ERROR(check_list());
   KILN_RETURN_IF_ERROR(check_parameters(params_));
   for (size_t i = 0; i < params_.size(); ++i) {
     if (params_[i].value.dims() != states_[i].dims)
@@ -416,6 +424,7 @@ Status Optimizer::step() {
 }
 
 Result<std::map<std::string, Tensor>> Optimizer::export_state() const {
+  KILN_RETURN_IF_ERROR(check_list());
   std::vector<Slot> slot_list = slots();
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -431,6 +440,7 @@ Result<std::map<std::string, Tensor>> Optimizer::export_state() const {
 }
 
 Status Optimizer::import_state(const std::map<std::string, Tensor>& state) {
+  KILN_RETURN_IF_ERROR(check_list());
   std::vector<Slot> slot_list = slots();
   // Check everything before changing anything.
   auto find = [&](const std::string& key, DataType dtype, const Dims& dims) -> Result<const Tensor*> {

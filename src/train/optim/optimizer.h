@@ -131,7 +131,8 @@ class Optimizer {
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
 
-  /// The parameters; the caller may rebind `grad` (and `value`, same dims) between steps.
+  /// The parameters; the caller may rebind `grad` (and `value`, same dims) between steps, but not add or
+  /// remove parameters.
   std::vector<Parameter>& params() { return params_; }
   const std::vector<Parameter>& params() const { return params_; }
   /// Steps taken by parameter `index` (parameters without a grad at a step do not count it).
@@ -174,6 +175,7 @@ class Optimizer {
 
  private:
   Status init_state();
+  Status check_list() const;
 
   std::string name_;
   OptimizerOptions options_;

@@ -373,6 +373,10 @@ TEST(Optimizer, RejectsBadParameters) {
   opt->params()[0].grad = Tensor::zeros(DataType::kFloat32, {3, 2}).value();
   Status st = opt->step();
   EXPECT_NE(st.message().find("'w' changed dims from [2, 3] to [3, 2]"), std::string::npos) << st.message();
+
+  opt->params().push_back({"extra", problem.b, problem.gb});
+  EXPECT_NE(opt->step().message().find("created for 2 parameters but now has 3"), std::string::npos);
+  EXPECT_FALSE(opt->export_state().is_ok());
 }
 
 struct BadConfig {
