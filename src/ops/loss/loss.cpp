@@ -133,7 +133,7 @@ OpSchema pointwise_loss_backward_schema(const char* name, const char* summary, b
 }
 
 KILN_REGISTER_OP(pointwise_loss_schema("MSELoss", "mean/sum/none of (x - target)^2 (torch.nn.MSELoss)", false));
-KILN_REGISTER_OP(pointwise_loss_schema("L1Loss", "mean/sum/none of |x - target| (torch.nn.L1Loss)", false));
+KILN_REGISTER_OP(pointwise_loss_schema("L1Loss", "mean/sum/none of abs(x - target) (torch.nn.L1Loss)", false));
 KILN_REGISTER_OP(pointwise_loss_schema("SmoothL1Loss", "Huber-like loss with threshold beta (torch.nn.SmoothL1Loss)",
                                        true));
 KILN_REGISTER_OP(pointwise_loss_backward_schema("MSELossBackward", "dLoss/dx of MSELoss", false));
