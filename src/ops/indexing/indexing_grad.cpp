@@ -1,0 +1,90 @@
+// Gradient rules of the gathers: the data gradient is a scatter-add of dy into zeros (repeated indices
+// accumulate; ScatterND/ScatterElements with reduction add apply updates in order, so the sums are
+// deterministic). Indices get no gradient.
+#include <memory>
+
+#include "ops/grad.h"
+#include "ops/grad_util.h"
+#include "ops/indexing/indexing.h"
+
+namespace kiln {
+namespace {
+
+using grad_util::require_static;
+
+Result<GradValue> scatter_nd_add(GradBuilder& b, GradValue data, GradValue indices, GradValue updates) {
+  auto attrs = std::make_unique<ScatterNDAttrs>();
+  attrs->reduction = ScatterReduction::kAdd;
+  return b.add1("ScatterND", std::move(attrs), {data, indices, updates});
+}
+
+// out = data[:axis] + indices + data[axis+1:]. dy's index dims are moved to the front, indices get a
+// trailing 1 so each addresses one slice of axis 0 of the (axis-first) data, and the sum is moved back.
+Status gather_grad(GradBuilder& b) {
+  const GradValue dy = b.grad_output(0);
+  if (!dy || !b.needs_grad(0)) return Status::ok();
+  const GradValue data = b.input(0), indices = b.input(1);
+  KILN_RETURN_IF_ERROR(require_static(b, data, "input 'data'"));
+  KILN_RETURN_IF_ERROR(require_static(b, indices, "input 'indices'"));
+  const TensorDesc dd = b.desc(data);
+  const Dims id = b.desc(indices).dims;
+  const int r = dd.dims.rank(), q = id.rank();
+  KILN_ASSIGN_OR_RETURN(const int axis, normalize_axis(b.attrs_as<GatherAttrs>().axis, r));
+  if (q + 1 > kMaxRank)
+    return unsupported("the gradient of Gather with indices of rank ", q, " needs rank ", q + 1,
+                       " indices, over kiln's maximum of ", kMaxRank);
+  // dy: [pre (axis), idx (q), post] -> [idx, pre, post]
+  std::vector<int64_t> to_front;
+  for (int i = axis; i < axis + q; ++i) to_front.push_back(i);
+  for (int i = 0; i < axis; ++i) to_front.push_back(i);
+  for (int i = axis + q; i < r - 1 + q; ++i) to_front.push_back(i);
+  KILN_ASSIGN_OR_RETURN(GradValue upd, grad_util::transpose(b, dy, to_front));
+  Dims target{dd.dims[axis]};
+  for (int i = 0; i < r; ++i)
+    if (i != axis) target.push_back(dd.dims[i]);
+  KILN_ASSIGN_OR_RETURN(GradValue zeros, grad_util::zeros(b, dd.dtype, target));
+  Dims id1 = id;
+  id1.push_back(1);
+  KILN_ASSIGN_OR_RETURN(GradValue idx, grad_util::reshape(b, indices, id1));
+  KILN_ASSIGN_OR_RETURN(GradValue sum, scatter_nd_add(b, zeros, idx, upd));
+  // [axis dim, pre, post] -> [pre, axis dim, post]
+  std::vector<int64_t> back;
+  for (int i = 0; i < r; ++i) back.push_back(i < axis ? i + 1 : (i == axis ? 0 : i));
+  KILN_ASSIGN_OR_RETURN(GradValue g, grad_util::transpose(b, sum, back));
+  return b.set_grad(0, g);
+}
+
+Status gather_elements_grad(GradBuilder& b) {
+  const GradValue dy = b.grad_output(0);
+  if (!dy || !b.needs_grad(0)) return Status::ok();
+  const GradValue data = b.input(0);
+  KILN_RETURN_IF_ERROR(require_static(b, data, "input 'data'"));
+  const TensorDesc dd = b.desc(data);
+  KILN_ASSIGN_OR_RETURN(GradValue zeros, grad_util::zeros(b, dd.dtype, dd.dims));
+  auto attrs = std::make_unique<ScatterElementsAttrs>();
+  attrs->axis = b.attrs_as<GatherElementsAttrs>().axis;
+  attrs->reduction = ScatterReduction::kAdd;
+  KILN_ASSIGN_OR_RETURN(GradValue g, b.add1("ScatterElements", std::move(attrs), {zeros, b.input(1), dy}));
+  return b.set_grad(0, g);
+}
+
+Status gather_nd_grad(GradBuilder& b) {
+  const GradValue dy = b.grad_output(0);
+  if (!dy || !b.needs_grad(0)) return Status::ok();
+  if (b.attrs_as<GatherNDAttrs>().batch_dims != 0)
+    return unsupported("GatherND with batch_dims ", b.attrs_as<GatherNDAttrs>().batch_dims,
+                       " has no gradient yet (only batch_dims 0): fold the batch into the index tuples");
+  const GradValue data = b.input(0);
+  KILN_RETURN_IF_ERROR(require_static(b, data, "input 'data'"));
+  const TensorDesc dd = b.desc(data);
+  KILN_ASSIGN_OR_RETURN(GradValue zeros, grad_util::zeros(b, dd.dtype, dd.dims));
+  KILN_ASSIGN_OR_RETURN(GradValue g, scatter_nd_add(b, zeros, b.input(1), dy));
+  return b.set_grad(0, g);
+}
+
+KILN_REGISTER_GRAD("Gather", gather_grad);
+KILN_REGISTER_GRAD("GatherElements", gather_elements_grad);
+KILN_REGISTER_GRAD("GatherND", gather_nd_grad);
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,51 @@
+// Gradient rules of the gathers against finite differences: repeated indices accumulate.
+#include "ops/indexing/indexing.h"
+#include "tensor_grad_check.h"
+
+namespace kiln::train::grad_check {
+namespace {
+
+TEST(IndexingGrad, EmbeddingLookupWithRepeats) {
+  GradModel m;
+  Value* table = m.param("table", {5, 3});
+  Value* ids = m.constant("ids", DataType::kInt64, {2, 3}, {1, 4, 1, 0, -1, 1});
+  check_grads(m, m.node("Gather", attrs_of(GatherAttrs{}), {table, ids}));
+}
+
+TEST(IndexingGrad, GatherInnerAxis) {
+  GradModel m;
+  Value* x = m.param("x", {2, 4, 3});
+  Value* ids = m.constant("ids", DataType::kInt32, {3}, {3, 0, 3});
+  GatherAttrs a;
+  a.axis = 1;
+  check_grads(m, m.node("Gather", attrs_of(a), {x, ids}));
+}
+
+TEST(IndexingGrad, GatherScalarIndex) {
+  GradModel m;
+  Value* x = m.param("x", {2, 4});
+  Value* ids = m.constant("ids", DataType::kInt64, {}, {2});
+  GatherAttrs a;
+  a.axis = -1;
+  check_grads(m, m.node("Gather", attrs_of(a), {x, ids}));
+}
+
+TEST(IndexingGrad, GatherElementsAndND) {
+  {
+    GradModel m;
+    Value* x = m.param("x", {3, 4});
+    Value* ids = m.constant("ids", DataType::kInt64, {2, 4}, {0, 2, 2, 1, 2, 2, 0, 0});
+    GatherElementsAttrs a;
+    a.axis = 0;
+    check_grads(m, m.node("GatherElements", attrs_of(a), {x, ids}));
+  }
+  {
+    GradModel m;
+    Value* x = m.param("x", {3, 4, 2});
+    Value* ids = m.constant("ids", DataType::kInt64, {3, 2}, {0, 1, 2, 3, 0, 1});
+    check_grads(m, m.node("GatherND", attrs_of(GatherNDAttrs{}), {x, ids}));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::train::grad_check
