@@ -6,6 +6,7 @@
 #include "ops/grad.h"
 #include "ops/grad_util.h"
 #include "ops/indexing/indexing.h"
+#include "ops/shuffle/shuffle.h"
 
 namespace kiln {
 namespace {
@@ -68,17 +69,42 @@ Status gather_elements_grad(GradBuilder& b) {
   return b.set_grad(0, g);
 }
 
+// batch_dims 0: dx = ScatterND-add of dy at the index tuples. With batch_dims b each tuple gets its b
+// batch coordinates prepended (an iota constant broadcast over the tuples), so one ScatterND covers all.
 Status gather_nd_grad(GradBuilder& b) {
   const GradValue dy = b.grad_output(0);
   if (!dy || !b.needs_grad(0)) return Status::ok();
-  if (b.attrs_as<GatherNDAttrs>().batch_dims != 0)
-    return unsupported("GatherND with batch_dims ", b.attrs_as<GatherNDAttrs>().batch_dims,
-                       " has no gradient yet (only batch_dims 0): fold the batch into the index tuples");
   const GradValue data = b.input(0);
+  GradValue indices = b.input(1);
   KILN_RETURN_IF_ERROR(require_static(b, data, "input 'data'"));
+  KILN_RETURN_IF_ERROR(require_static(b, indices, "input 'indices'"));
   const TensorDesc dd = b.desc(data);
+  const int64_t bd = b.attrs_as<GatherNDAttrs>().batch_dims;
+  if (bd > 0) {
+    const Dims id = b.desc(indices).dims;
+    const int q = id.rank();
+    Dims coord_dims = Dims::of_rank(q, 1), tuples;
+    for (int i = 0; i < q - 1; ++i) tuples.push_back(id[i]);
+    for (int i = 0; i < bd; ++i) coord_dims[i] = id[i];
+    coord_dims[q - 1] = bd;
+    KILN_ASSIGN_OR_RETURN(Tensor coords, Tensor::empty(DataType::kInt64, coord_dims));
+    const int64_t batches = coords.numel() / bd;
+    for (int64_t t = 0; t < batches; ++t)
+      for (int64_t k = bd - 1, rest = t; k >= 0; --k) {
+        coords.data<int64_t>()[t * bd + k] = rest % id[static_cast<int>(k)];
+        rest /= id[static_cast<int>(k)];
+      }
+    KILN_ASSIGN_OR_RETURN(GradValue cv, b.constant(std::move(coords)));
+    Dims full = tuples;
+    full.push_back(bd);
+    KILN_ASSIGN_OR_RETURN(GradValue cfull, grad_util::expand(b, cv, full));
+    KILN_ASSIGN_OR_RETURN(GradValue i64, grad_util::cast(b, indices, DataType::kInt64));
+    auto cat = std::make_unique<ConcatenationAttrs>();
+    cat->axis = q - 1;
+    KILN_ASSIGN_OR_RETURN(indices, b.add1("Concatenation", std::move(cat), {cfull, i64}));
+  }
   KILN_ASSIGN_OR_RETURN(GradValue zeros, grad_util::zeros(b, dd.dtype, dd.dims));
-  KILN_ASSIGN_OR_RETURN(GradValue g, scatter_nd_add(b, zeros, b.input(1), dy));
+  KILN_ASSIGN_OR_RETURN(GradValue g, scatter_nd_add(b, zeros, indices, dy));
   return b.set_grad(0, g);
 }
 

@@ -1,11 +1,13 @@
 // Gradient rules of the data-movement ops: each is the movement run backwards. Shuffle inverts its
 // transposes and reshape in one Shuffle, Concatenation splits dy, Split concatenates, Slice and constant
-// Padding pad with zeros (strided slices interleave zeros first), Expand sums back, Tile folds repeats.
+// Padding pad with zeros (strided slices interleave zeros first), other Padding modes scatter-add, Expand sums back,
+// Tile folds repeats.
 #include <limits>
 #include <memory>
 
 #include "ops/grad.h"
 #include "ops/grad_util.h"
+#include "ops/indexing/indexing.h"
 #include "ops/shuffle/shuffle.h"
 
 namespace kiln {
@@ -167,25 +169,55 @@ Status slice_grad(GradBuilder& b) {
   return b.set_grad(0, g);
 }
 
+// Reflect, edge and wrap padding: per padded axis, each output position adds its gradient to the input
+// position it copied (ScatterElements with reduction add, indices broadcast along the other axes).
+Result<GradValue> unpad_copies(GradBuilder& b, GradValue dy, const Dims& xd, const PadAmounts& p, PadMode mode) {
+  GradValue g = dy;
+  const int rank = xd.rank();
+  for (int a = 0; a < rank; ++a) {
+    const int64_t begin = p.begin[static_cast<size_t>(a)], end = p.end[static_cast<size_t>(a)];
+    if (begin == 0 && end == 0) continue;
+    const TensorDesc cur = b.desc(g);
+    Dims idx_dims = Dims::of_rank(rank, 1);
+    idx_dims[a] = cur.dims[a];
+    KILN_ASSIGN_OR_RETURN(Tensor idx, Tensor::empty(DataType::kInt64, idx_dims));
+    for (int64_t o = 0; o < cur.dims[a]; ++o) idx.data<int64_t>()[o] = pad_source_index(o, xd[a], begin, end, mode);
+    KILN_ASSIGN_OR_RETURN(GradValue iv, b.constant(std::move(idx)));
+    KILN_ASSIGN_OR_RETURN(GradValue full, grad_util::expand(b, iv, cur.dims));
+    Dims target = cur.dims;
+    target[a] = xd[a];
+    KILN_ASSIGN_OR_RETURN(GradValue zeros, grad_util::zeros(b, cur.dtype, target));
+    auto attrs = std::make_unique<ScatterElementsAttrs>();
+    attrs->axis = a;
+    attrs->reduction = ScatterReduction::kAdd;
+    KILN_ASSIGN_OR_RETURN(g, b.add1("ScatterElements", std::move(attrs), {zeros, full, g}));
+  }
+  return g;
+}
+
 // Constant padding: dx = dy with the pads cut off and zeros where the padding cropped (pads negated);
-// the constant gets the sum of dy over the padded positions.
+// the constant gets the sum of dy over the padded positions. Other modes: unpad_copies.
 Status padding_grad(GradBuilder& b) {
   const GradValue dy = b.grad_output(0);
   if (!dy || (!b.needs_grad(0) && !b.needs_grad(2))) return Status::ok();
   const auto& a = b.attrs_as<PaddingAttrs>();
-  if (a.mode != PadMode::kConstant)
-    return unsupported("Padding mode ", enum_name(a.mode),
-                       " has no gradient yet (only constant padding): use constant padding in a model you train");
-  const int rank = b.desc(b.input(0)).dims.rank();
+  KILN_RETURN_IF_ERROR(require_static(b, b.input(0), "input 'data'"));
+  const Dims xd = b.desc(b.input(0)).dims;
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, known_ints(b, 1, "Padding", "pads"));
   std::vector<int64_t> axes;
   if (b.input(3)) {
     KILN_ASSIGN_OR_RETURN(axes, known_ints(b, 3, "Padding", "axes"));
   }
-  KILN_ASSIGN_OR_RETURN(PadAmounts p, resolve_pads(rank, pads, axes));
-  for (auto* v : {&p.begin, &p.end})
+  KILN_ASSIGN_OR_RETURN(PadAmounts p, resolve_pads(xd.rank(), pads, axes));
+  if (a.mode != PadMode::kConstant) {
+    if (!b.needs_grad(0)) return Status::ok();
+    KILN_ASSIGN_OR_RETURN(GradValue dx, unpad_copies(b, dy, xd, p, a.mode));
+    return b.set_grad(0, dx);
+  }
+  std::vector<int64_t> begin = p.begin, end = p.end;
+  for (auto* v : {&begin, &end})
     for (int64_t& d : *v) d = -d;
-  KILN_ASSIGN_OR_RETURN(GradValue dx, pad_zeros(b, dy, p.begin, p.end));
+  KILN_ASSIGN_OR_RETURN(GradValue dx, pad_zeros(b, dy, begin, end));
   if (b.needs_grad(0)) KILN_RETURN_IF_ERROR(b.set_grad(0, dx));
   if (b.needs_grad(2)) {
     KILN_ASSIGN_OR_RETURN(GradValue all, grad_util::reduce_sum(b, dy, {}, false));

@@ -47,5 +47,15 @@ TEST(IndexingGrad, GatherElementsAndND) {
   }
 }
 
+TEST(IndexingGrad, GatherNDBatchDims) {
+  GradModel m;
+  Value* x = m.param("x", {2, 3, 4});
+  // batch_dims 1: per batch, two index tuples into [3, 4] (repeats accumulate).
+  Value* ids = m.constant("ids", DataType::kInt32, {2, 2, 2}, {0, 1, 0, 1, 2, -1, 2, 3});
+  GatherNDAttrs a;
+  a.batch_dims = 1;
+  check_grads(m, m.node("GatherND", attrs_of(a), {x, ids}));
+}
+
 }  // namespace
 }  // namespace kiln::train::grad_check

@@ -72,6 +72,18 @@ TEST(ShuffleGrad, ConstantPadding) {
   check_grads(m, m.node("Padding", attrs_of(a), {x, pads, v}));
 }
 
+TEST(ShuffleGrad, ReflectEdgeWrapPadding) {
+  for (PadMode mode : {PadMode::kReflect, PadMode::kEdge, PadMode::kWrap}) {
+    SCOPED_TRACE(enum_name(mode));
+    GradModel m;
+    Value* x = m.param("x", {2, 3, 4});
+    Value* pads = m.ints("pads", {0, 2, -1, 1, 1, 5});  // axis 2 wraps past its size in wrap mode
+    PaddingAttrs a;
+    a.mode = mode;
+    check_grads(m, m.node("Padding", attrs_of(a), {x, pads}));
+  }
+}
+
 TEST(ShuffleGrad, ExpandTileIdentity) {
   {
     GradModel m;
