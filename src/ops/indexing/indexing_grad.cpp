@@ -49,8 +49,8 @@ Status gather_grad(GradBuilder& b) {
   KILN_ASSIGN_OR_RETURN(GradValue idx, grad_util::reshape(b, indices, id1));
   KILN_ASSIGN_OR_RETURN(GradValue sum, scatter_nd_add(b, zeros, idx, upd));
   // [axis dim, pre, post] -> [pre, axis dim, post]
-  std::vector<int64_t> back;
-  for (int i = 0; i < r; ++i) back.push_back(i < axis ? i + 1 : (i == axis ? 0 : i));
+  std::vector<int64_t> back(static_cast<size_t>(r));
+  for (int i = 0; i < r; ++i) back[static_cast<size_t>(i)] = i < axis ? i + 1 : (i == axis ? 0 : i);
   KILN_ASSIGN_OR_RETURN(GradValue g, grad_util::transpose(b, sum, back));
   return b.set_grad(0, g);
 }

@@ -158,7 +158,7 @@ Status slice_grad(GradBuilder& b) {
       padded_dims[i] = extent;
       KILN_ASSIGN_OR_RETURN(GradValue r, grad_util::reshape(b, g, split));
       std::vector<int64_t> pb(static_cast<size_t>(rank + 1), 0), pe(static_cast<size_t>(rank + 1), 0);
-      pe[static_cast<size_t>(i + 1)] = s.step - 1;
+      pe[static_cast<size_t>(i) + 1] = s.step - 1;
       KILN_ASSIGN_OR_RETURN(GradValue p, pad_zeros(b, r, pb, pe));
       KILN_ASSIGN_OR_RETURN(g, grad_util::reshape(b, p, padded_dims));
     }
