@@ -1,4 +1,4 @@
-// Gradient rules of the gathers: the data gradient is a scatter-add of dy into zeros (repeated indices
+// Gradient rules of the gathers and TopK: the data gradient is a scatter-add of dy into zeros (repeated indices
 // accumulate; ScatterND/ScatterElements with reduction add apply updates in order, so the sums are
 // deterministic). Indices get no gradient.
 #include <memory>
@@ -108,9 +108,25 @@ Status gather_nd_grad(GradBuilder& b) {
   return b.set_grad(0, g);
 }
 
+// TopK: the values' gradient goes back to the positions output 1 names (distinct within each slice).
+Status topk_grad(GradBuilder& b) {
+  const GradValue dy = b.grad_output(0);
+  if (!dy || !b.needs_grad(0)) return Status::ok();
+  const GradValue x = b.input(0);
+  KILN_RETURN_IF_ERROR(require_static(b, x, "input 'x'"));
+  const TensorDesc xd = b.desc(x);
+  KILN_ASSIGN_OR_RETURN(GradValue zeros, grad_util::zeros(b, xd.dtype, xd.dims));
+  auto attrs = std::make_unique<ScatterElementsAttrs>();
+  attrs->axis = b.attrs_as<TopKAttrs>().axis;
+  attrs->reduction = ScatterReduction::kAdd;
+  KILN_ASSIGN_OR_RETURN(GradValue g, b.add1("ScatterElements", std::move(attrs), {zeros, b.output(1), dy}));
+  return b.set_grad(0, g);
+}
+
 KILN_REGISTER_GRAD("Gather", gather_grad);
 KILN_REGISTER_GRAD("GatherElements", gather_elements_grad);
 KILN_REGISTER_GRAD("GatherND", gather_nd_grad);
+KILN_REGISTER_GRAD("TopK", topk_grad);
 
 }  // namespace
 }  // namespace kiln

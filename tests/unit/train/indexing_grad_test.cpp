@@ -47,6 +47,14 @@ TEST(IndexingGrad, GatherElementsAndND) {
   }
 }
 
+TEST(IndexingGrad, TopKValues) {
+  GradModel m;
+  Value* x = m.param("x", {3, 5});
+  TopKAttrs a;
+  a.axis = 1;
+  check_grads(m, m.node("TopK", attrs_of(a), {x, m.ints("k", {2})}));
+}
+
 TEST(IndexingGrad, GatherNDBatchDims) {
   GradModel m;
   Value* x = m.param("x", {2, 3, 4});
