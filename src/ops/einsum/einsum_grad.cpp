@@ -1,8 +1,7 @@
 // Gradient rule of Einsum: the gradient of operand i is another einsum, of dy and the other operands,
 // whose output term is operand i's term ("ij,jk->ik": da = einsum("ik,jk->ij", dy, b)). Ellipses become
 // fresh letters; labels only operand i has (summed inside it) are broadcast back with Expand. Broadcast
-// ellipsis axes are stretched (Expand) and summed back. Terms with a repeated label (diagonals) are refused.
-#include <algorithm>
+// ellipsis axes are stretched (Expand) and summed back; a diagonal ("ii") gets an identity matrix.
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,21 +57,37 @@ Status einsum_grad(GradBuilder& b) {
         full[static_cast<size_t>(i)][static_cast<int>(ell) + k] =
             plan.sizes[static_cast<size_t>(kLetters) + static_cast<size_t>(ell_total - e + k)];
     }
-    std::string sorted = term;
-    std::sort(sorted.begin(), sorted.end());
-    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-      return unsupported("Einsum '", equation, "' repeats a label in input ", i,
-                         " (a diagonal), which its gradient does not handle");
     terms.push_back(term);
   }
   std::string out;
   for (int id : plan.output_labels) out += id < kLetters ? letter(id) : fresh[static_cast<size_t>(id - kLetters)];
   for (int i = 0; i < n; ++i) {
     if (!b.needs_grad(i)) continue;
-    const std::string& mine = terms[static_cast<size_t>(i)];
+    std::string mine = terms[static_cast<size_t>(i)];
     std::string rhs_terms = out;
     std::vector<GradValue> ins = {dy};
     std::string seen = out;
+    // A repeated label (a diagonal, "ii->i") cannot repeat in an output: each later occurrence gets a
+    // fresh letter F and an identity matrix "LF" joins it to the first, zeroing the off-diagonal.
+    size_t next_fresh = static_cast<size_t>(ell_total);
+    for (size_t k = 1; k < mine.size(); ++k) {
+      const char label = terms[static_cast<size_t>(i)][k];
+      if (terms[static_cast<size_t>(i)].find(label) == k) continue;
+      if (next_fresh >= fresh.size())
+        return unsupported("Einsum '", equation, "' leaves too few unused letters for its diagonal in the gradient");
+      const char f = fresh[next_fresh++];
+      mine[k] = f;
+      const int64_t size = full[static_cast<size_t>(i)][static_cast<int>(k)];
+      KILN_ASSIGN_OR_RETURN(Tensor eye, Tensor::zeros(b.desc(dy).dtype, Dims{size, size}));
+      for (int64_t d = 0; d < size; ++d) eye.set(d * size + d, 1.0);
+      KILN_ASSIGN_OR_RETURN(GradValue ev, b.constant(std::move(eye)));
+      rhs_terms += ',';
+      rhs_terms += label;
+      rhs_terms += f;
+      seen += label;
+      seen += f;
+      ins.push_back(ev);
+    }
     for (int j = 0; j < n; ++j) {
       if (j == i) continue;
       rhs_terms += "," + terms[static_cast<size_t>(j)];

@@ -53,6 +53,9 @@ TEST(LinearGrad, Einsum) {
        {{2, 1, 2, 3}, {3, 3, 2}}},     // ellipsis axes broadcast              // ellipsis in one operand
       {"ij,ik->i", {{3, 2}, {3, 4}}},  // j and k summed inside one operand each
       {"ij->ji", {{2, 3}}},
+      {"ii", {{3, 3}}},                     // trace
+      {"...ii->...i", {{2, 3, 3}}},         // batch diagonal
+      {"iji,jk->ik", {{3, 2, 3}, {2, 2}}},  // a diagonal across non-adjacent axes
       {"i,i,i->", {{4}, {4}, {4}}},
   };
   for (const Case& c : cases) {
