@@ -1,5 +1,5 @@
-// Gradient rules of the gathers and TopK: the data gradient is a scatter-add of dy into zeros (repeated indices
-// accumulate; ScatterND/ScatterElements with reduction add apply updates in order, so the sums are
+// Gradient rules of the gathers, TopK and the scatters: the data gradient is a scatter-add of dy into zeros (repeated
+// indices accumulate; ScatterND/ScatterElements with reduction add apply updates in order, so the sums are
 // deterministic). Indices get no gradient.
 #include <memory>
 
@@ -123,10 +123,80 @@ Status topk_grad(GradBuilder& b) {
   return b.set_grad(0, g);
 }
 
+std::unique_ptr<Attrs> scatter_attrs(bool nd, int64_t axis) {
+  if (nd) return std::make_unique<ScatterNDAttrs>();
+  auto e = std::make_unique<ScatterElementsAttrs>();
+  e->axis = axis;
+  return e;
+}
+
+Result<GradValue> gather_at(GradBuilder& b, bool nd, int64_t axis, GradValue x, GradValue indices) {
+  if (nd) return b.add1("GatherND", std::make_unique<GatherNDAttrs>(), {x, indices});
+  auto attrs = std::make_unique<GatherElementsAttrs>();
+  attrs->axis = axis;
+  return b.add1("GatherElements", std::move(attrs), {x, indices});
+}
+
+// With reduction none and a repeated index the last update wins, and only it gets the gradient: each
+// update's position number is scattered (none) into -1s, read back at its index, and compared.
+Result<GradValue> winners(GradBuilder& b, bool nd, int64_t axis, const Dims& data, const Dims& upd, GradValue indices) {
+  KILN_ASSIGN_OR_RETURN(Tensor iota, Tensor::empty(DataType::kInt64, upd));
+  for (int64_t k = 0; k < iota.numel(); ++k) iota.data<int64_t>()[k] = k;
+  KILN_ASSIGN_OR_RETURN(GradValue ids, b.constant(std::move(iota)));
+  KILN_ASSIGN_OR_RETURN(GradValue minus_one, b.scalar(-1.0, DataType::kInt64));
+  KILN_ASSIGN_OR_RETURN(GradValue none, grad_util::expand(b, minus_one, data));
+  KILN_ASSIGN_OR_RETURN(GradValue last,
+                        b.add1(nd ? "ScatterND" : "ScatterElements", scatter_attrs(nd, axis), {none, indices, ids}));
+  KILN_ASSIGN_OR_RETURN(GradValue won, gather_at(b, nd, axis, last, indices));
+  return grad_util::binary(b, ElementWiseOp::kEqual, won, ids);
+}
+
+// ScatterND / ScatterElements with reduction none or add: the updates' gradient is dy gathered at the
+// indices (for none, only where the update was the one that stayed); the data's is dy, with the
+// overwritten positions zeroed for none (add keeps them).
+Status scatter_grad(GradBuilder& b, bool nd) {
+  const GradValue dy = b.grad_output(0);
+  if (!dy) return Status::ok();
+  const ScatterReduction red =
+      nd ? b.attrs_as<ScatterNDAttrs>().reduction : b.attrs_as<ScatterElementsAttrs>().reduction;
+  if (red != ScatterReduction::kNone && red != ScatterReduction::kAdd)
+    return unsupported(nd ? "ScatterND" : "ScatterElements", " with reduction ", enum_name(red),
+                       " has no gradient (only none and add)");
+  const int64_t axis = nd ? 0 : b.attrs_as<ScatterElementsAttrs>().axis;
+  const GradValue indices = b.input(1), updates = b.input(2);
+  KILN_RETURN_IF_ERROR(require_static(b, b.input(0), "input 'data'"));
+  KILN_RETURN_IF_ERROR(require_static(b, updates, "input 'updates'"));
+  const TensorDesc ud = b.desc(updates);
+  if (b.needs_grad(0)) {
+    GradValue g = dy;
+    if (red == ScatterReduction::kNone) {
+      KILN_ASSIGN_OR_RETURN(GradValue zeros, grad_util::zeros(b, ud.dtype, ud.dims));
+      KILN_ASSIGN_OR_RETURN(
+          g, b.add1(nd ? "ScatterND" : "ScatterElements", scatter_attrs(nd, axis), {dy, indices, zeros}));
+    }
+    KILN_RETURN_IF_ERROR(b.set_grad(0, g));
+  }
+  if (b.needs_grad(2)) {
+    KILN_ASSIGN_OR_RETURN(GradValue g, gather_at(b, nd, axis, dy, indices));
+    if (red == ScatterReduction::kNone) {
+      KILN_ASSIGN_OR_RETURN(GradValue won, winners(b, nd, axis, b.desc(b.input(0)).dims, ud.dims, indices));
+      KILN_ASSIGN_OR_RETURN(GradValue zero, b.scalar(0.0, ud.dtype));
+      KILN_ASSIGN_OR_RETURN(g, grad_util::where(b, won, g, zero));
+    }
+    KILN_RETURN_IF_ERROR(b.set_grad(2, g));
+  }
+  return Status::ok();
+}
+
+Status scatter_nd_grad(GradBuilder& b) { return scatter_grad(b, true); }
+Status scatter_elements_grad(GradBuilder& b) { return scatter_grad(b, false); }
+
 KILN_REGISTER_GRAD("Gather", gather_grad);
 KILN_REGISTER_GRAD("GatherElements", gather_elements_grad);
 KILN_REGISTER_GRAD("GatherND", gather_nd_grad);
 KILN_REGISTER_GRAD("TopK", topk_grad);
+KILN_REGISTER_GRAD("ScatterND", scatter_nd_grad);
+KILN_REGISTER_GRAD("ScatterElements", scatter_elements_grad);
 
 }  // namespace
 }  // namespace kiln

@@ -47,6 +47,32 @@ TEST(IndexingGrad, GatherElementsAndND) {
   }
 }
 
+TEST(IndexingGrad, Scatters) {
+  for (ScatterReduction r : {ScatterReduction::kNone, ScatterReduction::kAdd}) {
+    SCOPED_TRACE(enum_name(r));
+    {
+      GradModel m;
+      Value* data = m.param("data", {4, 3});
+      Value* ids = m.constant("ids", DataType::kInt64, {3, 1}, {3, -4, 3});  // row 3 twice
+      Value* upd = m.param("updates", {3, 3});
+      ScatterNDAttrs a;
+      a.reduction = r;
+      check_grads(m, m.node("ScatterND", attrs_of(a), {data, ids, upd}));
+    }
+    {
+      GradModel m;
+      Value* data = m.param("data", {3, 4});
+      // Row 2 writes column 3 twice: with none the second update wins and alone gets a gradient.
+      Value* ids = m.constant("ids", DataType::kInt64, {3, 2}, {1, 3, 0, 2, 3, 3});
+      Value* upd = m.param("updates", {3, 2});
+      ScatterElementsAttrs a;
+      a.axis = 1;
+      a.reduction = r;
+      check_grads(m, m.node("ScatterElements", attrs_of(a), {data, ids, upd}));
+    }
+  }
+}
+
 TEST(IndexingGrad, TopKValues) {
   GradModel m;
   Value* x = m.param("x", {3, 5});
