@@ -520,7 +520,8 @@ int main(int argc, char** argv) {
   CLI::App app{"kiln op harness: every op on every backend against the reference"};
   Options opt;
   std::string mode = "test";
-  app.add_option("mode", mode, "test | grad | perf | support")->check(CLI::IsMember({"test", "grad", "perf", "support"}));
+  app.add_option("mode", mode, "test | grad | perf | support")
+      ->check(CLI::IsMember({"test", "grad", "perf", "support"}));
   app.add_option("--op", opt.op, "only this op");
   app.add_option("--family", opt.family, "only this op family");
   app.add_option("--backend", opt.backend, "only this backend (cpu, cuda)");
