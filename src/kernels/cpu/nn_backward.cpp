@@ -1,5 +1,7 @@
 // CPU kernels of the training ops that are loops over independent rows, planes, channels or elements: the
 // reference bodies (kernels/ref/*.h) run in parallel (OpenMP) over those units.
+#include <utility>
+
 #include "core/parallel.h"
 #include "kernels/common/indexing.h"
 #include "kernels/ref/activation_grad.h"
@@ -120,8 +122,12 @@ Status run_dropout_backward(KernelContext& ctx) {
 Status float32_only(const OpCall& call) { return require_float_dtypes(call, {DataType::kFloat32}); }
 
 KernelImpl cpu_impl(const char* name, const char* op, RunFn run, SupportsFn supports = float32_only) {
-  return KernelImpl{
-      .name = name, .op = op, .backend = Backend::kCpu, .priority = 5, .supports = supports, .create = stateless(run)};
+  return KernelImpl{.name = name,
+                    .op = op,
+                    .backend = Backend::kCpu,
+                    .priority = 5,
+                    .supports = std::move(supports),
+                    .create = stateless(std::move(run))};
 }
 
 KILN_REGISTER_KERNEL(cpu_impl("cpu.activation_backward", "ActivationBackward", run_activation_backward));

@@ -58,6 +58,19 @@ TEST(NnGrad, Convolution1dAnd3d) {
       "");
 }
 
+TEST(NnGrad, Deconvolution) {
+  DeconvolutionAttrs a;
+  a.strides = {2, 2};
+  a.pads = {1, 1, 1, 0};
+  a.output_padding = {1, 0};
+  a.group = 2;
+  EXPECT_EQ(check_gradients({"Deconvolution", share(a), {rnd({1, 4, 3, 3}), rnd({4, 3, 3, 2}), rnd({6})}, {0, 1, 2}}),
+            "");
+  DeconvolutionAttrs plain;
+  plain.dilations = {2};
+  EXPECT_EQ(check_gradients({"Deconvolution", share(plain), {rnd({2, 3, 5}), rnd({3, 2, 3})}, {0, 1}}), "");
+}
+
 TEST(NnGrad, ConvolutionWithFusedActivationIsRefused) {
   ConvolutionAttrs a;
   a.fused = FusedActivation::from(activation_defaults(ActivationKind::kRelu));
