@@ -2,7 +2,11 @@
 // against central finite differences, and the CPU backward kernels against the reference ones.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+
 #include "grad_check.h"
+#include "graph/graph.h"
 #include "ops/activation/activation.h"
 #include "ops/convolution/convolution.h"
 #include "ops/dropout/dropout.h"
@@ -10,6 +14,8 @@
 #include "ops/normalization/normalization_train.h"
 #include "ops/pooling/pooling.h"
 #include "ops/softmax/softmax.h"
+#include "train/autograd.h"
+#include "train/graph_runner.h"
 
 namespace kiln::train::testing {
 namespace {
@@ -194,6 +200,87 @@ TEST(NnGrad, Dropout) {
   DropoutAttrs off = a;
   off.training = false;
   EXPECT_EQ(check_gradients({"Dropout", share(off), {rnd({3, 7})}, {0}}), "");
+}
+
+}  // namespace
+}  // namespace kiln::train::testing
+
+namespace kiln::train::testing {
+namespace {
+
+// A small CNN whose loss is its own output (no loss op): conv -> batch norm (training) -> relu -> dropout -> max
+// pool -> 1x1 conv -> global average pool, differentiated by build_training_graph; the gradient of every parameter
+// against central differences of the training graph's loss.
+TEST(NnGrad, SmallCnnThroughAutograd) {
+  Graph g;
+  auto constant = [&](const char* name, const Dims& d, double lo, double hi) {
+    return g.add_constant(name, rnd(d, lo, hi)).value();
+  };
+  Value* x = g.add_input("x", DataType::kFloat32, {1, 2, 6, 6}).value();
+  auto node = [&](const char* op, const char* name, const Attrs& a, std::vector<Value*> in) {
+    return g.add_node(op, name, a.clone(), std::move(in)).value()->outputs;
+  };
+  ConvolutionAttrs c1;
+  c1.pads = {1, 1, 1, 1};
+  Value* y =
+      node("Convolution", "conv1", c1, {x, constant("w1", {3, 2, 3, 3}, -0.5, 0.5), constant("b1", {3}, -1, 1)})[0];
+  y = node("BatchNormalizationTraining", "bn", BatchNormalizationTrainingAttrs{},
+           {y, constant("gamma", {3}, 0.5, 1.5), constant("beta", {3}, -0.5, 0.5), constant("mean", {3}, 0, 0),
+            constant("var", {3}, 1, 1)})[0];
+  y = node("Activation", "relu", activation_defaults(ActivationKind::kRelu), {y})[0];
+  DropoutAttrs d;
+  d.ratio = 0.25f;
+  d.seed = 5;
+  y = node("Dropout", "drop", d, {y})[0];
+  PoolingAttrs mp;
+  mp.kernel_shape = {2, 2};
+  mp.strides = {2, 2};
+  y = node("Pooling", "pool", mp, {y})[0];
+  y = node("Convolution", "conv2", ConvolutionAttrs{}, {y, constant("w2", {1, 3, 1, 1}, -1, 1)})[0];
+  PoolingAttrs gap;
+  gap.mode = PoolingMode::kAverage;
+  gap.global = true;
+  Value* loss = node("Pooling", "gap", gap, {y})[0];
+  ASSERT_TRUE(g.mark_output(loss).is_ok());
+
+  AutogradOptions options;
+  options.state = {"mean", "var"};
+  auto tg = build_training_graph(g, loss->name, options);
+  ASSERT_TRUE(tg.is_ok()) << tg.status().to_string();
+  ASSERT_EQ(tg->params.size(), 5u);  // w1, b1, gamma, beta, w2
+  const Tensor input = rnd({1, 2, 6, 6});
+  for (Backend backend : {Backend::kRef, Backend::kCpu}) {
+    BuildOptions o;
+    o.backend = backend;
+    o.optimization_level = 0;
+    o.passes.enabled = false;
+    auto runner = GraphRunner::compile(*tg->graph, o);
+    ASSERT_TRUE(runner.is_ok()) << runner.status().to_string();
+    std::map<std::string, Tensor> values;
+    for (auto& [name, t] : tg->initial) values[name] = t.clone().value();
+    ASSERT_TRUE(runner->set_input("x", input).is_ok());
+    for (auto& [name, t] : values) ASSERT_TRUE(runner->set_input(name, t).is_ok());
+    auto run_loss = [&]() {
+      EXPECT_TRUE(runner->run().is_ok());
+      return runner->output(tg->loss).value().at(0);
+    };
+    run_loss();
+    for (size_t p = 0; p < tg->params.size(); ++p) {
+      const Tensor grad = runner->output(tg->grads[p]).value().clone().value();
+      Tensor& t = values[tg->params[p]];
+      for (int64_t j = 0; j < t.numel(); ++j) {
+        const double v = t.at(j), h = 1e-3;
+        t.set(j, v + h);
+        const double up = run_loss();
+        t.set(j, v - h);
+        const double down = run_loss();
+        t.set(j, v);
+        const double fd = (up - down) / (2 * h);
+        EXPECT_NEAR(grad.at(j), fd, 5e-3 * (1 + std::fabs(fd)))
+            << backend_name(backend) << " " << tg->params[p] << "[" << j << "]";
+      }
+    }
+  }
 }
 
 }  // namespace
