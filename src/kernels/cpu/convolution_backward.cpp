@@ -1,7 +1,9 @@
 // CPU ConvolutionBackwardData and ConvolutionBackwardFilter through oneDNN's convolution backward primitives
-// (data and weights) over kiln's row-major layouts (no reorders); the forward primitive descriptor is the hint
-// oneDNN asks for.
+// (data and weights), on kiln's row-major layouts or on layouts oneDNN picks (two tactics); the forward primitive
+// descriptor is the hint oneDNN asks for.
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "kernels/cpu/onednn.h"
 #include "kernels/registry.h"
@@ -62,67 +64,115 @@ Result<Problem> make_problem(const ConvolutionAttrs& a, const Dims& x, const Dim
   return p;
 }
 
-dnnl::convolution_forward::primitive_desc forward_hint(const Problem& p) {
-  const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, p.src,
-                                          p.wei, p.dst, p.strides, p.dilates, p.pad_l, p.pad_r);
+memory::desc any_desc(const memory::desc& d) {
+  return memory::desc(d.dims(), memory::data_type::f32, memory::format_tag::any);
+}
+
+// "plain" runs on kiln's row-major layouts (oneDNN's gemm-based kernels); "blocked" lets oneDNN pick the layouts
+// (its direct JIT kernels) with reorders in and out. The builder times both.
+constexpr const char* kPlain = "plain";
+constexpr const char* kBlocked = "blocked";
+
+dnnl::convolution_forward::primitive_desc forward_hint(const Problem& p, bool blocked) {
+  const auto f = [blocked](const memory::desc& d) { return blocked ? any_desc(d) : d; };
+  const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                          f(p.src), f(p.wei), f(p.dst), p.strides, p.dilates, p.pad_l, p.pad_r);
   return dnnl::convolution_forward::primitive_desc(d, onednn::engine());
 }
 
-// The backward primitive of a problem and the name of oneDNN's implementation (throws dnnl::error).
+// The backward primitive with the layouts it chose for its two inputs and its output.
+struct Plan {
+  dnnl::primitive prim;
+  memory::desc in0, in1, out;  // data: diff_dst, weights -> diff_src; filter: src, diff_dst -> diff_weights
+  std::string impl;
+};
+
+// Throws dnnl::error when oneDNN has no implementation.
 template <bool kData>
-dnnl::primitive make_primitive(const Problem& p, std::string& impl) {
-  const auto hint = forward_hint(p);
+Plan make_plan(const Problem& p, bool blocked) {
+  const auto f = [blocked](const memory::desc& d) { return blocked ? any_desc(d) : d; };
+  const auto hint = forward_hint(p, blocked);
+  Plan plan;
   if constexpr (kData) {
-    const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, p.src, p.wei, p.dst, p.strides,
-                                                  p.dilates, p.pad_l, p.pad_r);
+    const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, f(p.src), f(p.wei), f(p.dst),
+                                                  p.strides, p.dilates, p.pad_l, p.pad_r);
     const dnnl::convolution_backward_data::primitive_desc pd(d, onednn::engine(), hint);
-    impl = pd.impl_info_str();
-    return dnnl::convolution_backward_data(pd);
+    plan = {dnnl::convolution_backward_data(pd), pd.diff_dst_desc(), pd.weights_desc(), pd.diff_src_desc(),
+            pd.impl_info_str()};
   } else {
-    const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, p.src, p.wei, p.dst,
+    const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, f(p.src), f(p.wei), f(p.dst),
                                                      p.strides, p.dilates, p.pad_l, p.pad_r);
     const dnnl::convolution_backward_weights::primitive_desc pd(d, onednn::engine(), hint);
-    impl = pd.impl_info_str();
-    return dnnl::convolution_backward_weights(pd);
+    plan = {dnnl::convolution_backward_weights(pd), pd.src_desc(), pd.diff_dst_desc(), pd.diff_weights_desc(),
+            pd.impl_info_str()};
   }
+  return plan;
+}
+
+// `t` as memory of layout `want`: itself, or a reorder into `buffer` (made on first use).
+memory in_layout(const memory::desc& plain, const memory::desc& want, const Tensor& t, std::optional<memory>& buffer) {
+  memory src = onednn::memory(plain, t);
+  if (want == plain) return src;
+  if (!buffer || buffer->get_desc() != want) buffer = memory(want, onednn::engine());
+  dnnl::reorder(src, *buffer).execute(onednn::stream(), src, *buffer);
+  return *buffer;
 }
 
 template <bool kData>
 class OnednnConvolutionBackward final : public Kernel {
  public:
+  explicit OnednnConvolutionBackward(bool blocked) : blocked_(blocked) {}
+
   Status run(KernelContext& ctx) override {
     const auto& a = ctx.attrs<ConvolutionAttrs>();
     // Data: (dy, w, x) -> dx. Filter: (x, dy) -> dw.
     const Dims x = kData ? ctx.src[2].dims() : ctx.src[0].dims();
     const Dims w = kData ? ctx.src[1].dims() : ctx.dst[0].dims();
-    if (!prim_ || x != x_ || w != w_) {
+    if (!plan_ || x != x_ || w != w_) {
       KILN_ASSIGN_OR_RETURN(problem_, make_problem(a, x, w));
       KILN_RETURN_IF_ERROR(
-          onednn::guard("convolution backward", [&] { prim_ = make_primitive<kData>(problem_, impl_); }));
+          onednn::guard("convolution backward", [&] { plan_ = make_plan<kData>(problem_, blocked_); }));
       x_ = x;
       w_ = w;
     }
     return onednn::guard("convolution backward", [&] {
       const Problem& p = problem_;
-      if constexpr (kData) {
-        prim_->execute(onednn::stream(), {{DNNL_ARG_DIFF_DST, onednn::memory(p.dst, ctx.src[0])},
-                                          {DNNL_ARG_WEIGHTS, onednn::memory(p.wei, ctx.src[1])},
-                                          {DNNL_ARG_DIFF_SRC, onednn::memory(p.src, ctx.dst[0])}});
-      } else {
-        prim_->execute(onednn::stream(), {{DNNL_ARG_SRC, onednn::memory(p.src, ctx.src[0])},
-                                          {DNNL_ARG_DIFF_DST, onednn::memory(p.dst, ctx.src[1])},
-                                          {DNNL_ARG_DIFF_WEIGHTS, onednn::memory(p.wei, ctx.dst[0])}});
+      const memory::desc& in0 = kData ? p.dst : p.src;
+      const memory::desc& in1 = kData ? p.wei : p.dst;
+      const memory::desc& out = kData ? p.src : p.wei;
+      const memory m0 = in_layout(in0, plan_->in0, ctx.src[0], buf0_);
+      const memory m1 = in_layout(in1, plan_->in1, ctx.src[1], buf1_);
+      memory dst = onednn::memory(out, ctx.dst[0]);
+      memory o = dst;
+      if (plan_->out != out) {
+        if (!buf2_ || buf2_->get_desc() != plan_->out) buf2_ = memory(plan_->out, onednn::engine());
+        o = *buf2_;
       }
+      if constexpr (kData) {
+        plan_->prim.execute(onednn::stream(),
+                            {{DNNL_ARG_DIFF_DST, m0}, {DNNL_ARG_WEIGHTS, m1}, {DNNL_ARG_DIFF_SRC, o}});
+      } else {
+        plan_->prim.execute(onednn::stream(),
+                            {{DNNL_ARG_SRC, m0}, {DNNL_ARG_DIFF_DST, m1}, {DNNL_ARG_DIFF_WEIGHTS, o}});
+      }
+      if (plan_->out != out) dnnl::reorder(o, dst).execute(onednn::stream(), o, dst);
       onednn::stream().wait();
     });
   }
-  std::string detail() const override { return impl_; }
+  std::string detail() const override { return plan_ ? plan_->impl : std::string(); }
+  size_t workspace_bytes() const override {
+    size_t bytes = 0;
+    for (const auto* b : {&buf0_, &buf1_, &buf2_})
+      if (*b) bytes += (*b)->get_desc().get_size();
+    return bytes;
+  }
 
  private:
+  bool blocked_;
   Dims x_, w_;
   Problem problem_;
-  std::string impl_;
-  std::optional<dnnl::primitive> prim_;
+  std::optional<Plan> plan_;
+  std::optional<memory> buf0_, buf1_, buf2_;
 };
 
 template <bool kData>
@@ -135,8 +185,8 @@ Status onednn_supports(const OpCall& call) {
   if (!x.is_static() || !w.is_static()) return Status::ok();  // checked when the shapes are known
   if (x.numel() == 0 || w.numel() == 0) return unsupported("oneDNN takes no empty tensors");
   KILN_ASSIGN_OR_RETURN(Problem p, make_problem(a, x, w));
-  std::string impl;
-  return onednn::guard("convolution backward", [&] { make_primitive<kData>(p, impl); });
+  const bool blocked = call.tactic == kBlocked;
+  return onednn::guard("convolution backward", [&] { make_plan<kData>(p, blocked); });
 }
 
 template <bool kData>
@@ -147,9 +197,13 @@ KernelImpl impl(const char* name, const char* op) {
       .backend = Backend::kCpu,
       .priority = 10,
       .supports = onednn_supports<kData>,
-      .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-        return std::unique_ptr<Kernel>(std::make_unique<OnednnConvolutionBackward<kData>>());
+      .create = [](const OpCall& call) -> Result<std::unique_ptr<Kernel>> {
+        return std::unique_ptr<Kernel>(std::make_unique<OnednnConvolutionBackward<kData>>(call.tactic == kBlocked));
       },
+      .tactics =
+          [](const OpCall&) {
+            return std::vector<std::string>{kPlain, kBlocked};
+          },
   };
 }
 
