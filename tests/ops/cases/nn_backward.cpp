@@ -133,6 +133,7 @@ void softmax_cases(std::vector<OpCase>& cases) {
   }
 }
 
+// BatchNormalizationTraining's grad-mode loss reads y only (grad_outputs {0}): the other outputs are statistics.
 void normalization_cases(std::vector<OpCase>& cases) {
   BatchNormalizationTrainingAttrs bn;
   bn.momentum = 0.8f;
@@ -141,11 +142,15 @@ void normalization_cases(std::vector<OpCase>& cases) {
                    attrs(bn),
                    {uniform({4, 3, 5, 5}, -2, 3), uniform({3}), uniform({3}), uniform({3}), uniform({3}, 0.5, 1.5)},
                    kFloats,
-                   2.0});
+                   2.0,
+                   {0}});
   cases.push_back({"BatchNormalizationTraining",
                    "2d 8x6",
                    attrs(BatchNormalizationTrainingAttrs{}),
-                   {uniform({8, 6}), uniform({6}), uniform({6}), uniform({6}), uniform({6}, 0.5, 1.5)}});
+                   {uniform({8, 6}), uniform({6}), uniform({6}), uniform({6}), uniform({6}, 0.5, 1.5)},
+                   kFloats,
+                   1.0,
+                   {0}});
   BatchNormalizationBackwardAttrs train;
   cases.push_back(
       {"BatchNormalizationBackward",
