@@ -1,10 +1,10 @@
 // CPU kernels of the training ops that are loops over independent rows, planes, channels or elements: the
 // reference bodies (kernels/ref/*.h) run in parallel (OpenMP) over those units.
+#include <algorithm>
 #include <utility>
 
 #include "core/parallel.h"
 #include "kernels/common/indexing.h"
-#include "kernels/ref/activation_grad.h"
 #include "kernels/ref/dropout.h"
 #include "kernels/ref/normalization_train_run.h"
 #include "kernels/ref/pooling_backward.h"
@@ -20,27 +20,6 @@ auto parallel_units(int64_t work) {
   return [work](int64_t n, auto&& f) { parallel_for(n, grain_for(work), f); };
 }
 
-Status run_activation_backward(KernelContext& ctx) {
-  const auto& a = ctx.attrs<ActivationAttrs>();
-  const float* dy = ctx.src[0].data<float>();
-  const float* x = ctx.src[1].data<float>();
-  float* dx = ctx.dst[0].data<float>();
-  const int64_t n = ctx.src[1].numel();
-  if (a.kind == ActivationKind::kPRelu) {
-    const BroadcastIndexer slope_at(ctx.src[2].dims(), ctx.src[1].dims());
-    const float* slope = ctx.src[2].data<float>();
-    float* ds = ctx.dst[1].data<float>();
-    parallel_for(n, 1 << 14, [&](int64_t i) {
-      dx[i] = dy[i] * ref::activation_derivative(a.kind, a.alpha, a.beta, x[i], slope[slope_at(i)]);
-      ds[i] = dy[i] * ref::prelu_slope_derivative(x[i]);
-    });
-    return Status::ok();
-  }
-  parallel_for(n, 1 << 14,
-               [&](int64_t i) { dx[i] = dy[i] * ref::activation_derivative(a.kind, a.alpha, a.beta, x[i]); });
-  return Status::ok();
-}
-
 template <bool kLog>
 Status run_softmax_backward(KernelContext& ctx) {
   const AxisSplit s = ref::softmax_split(ctx.attrs<SoftmaxAttrs>(), ctx.src[1].dims());
@@ -52,6 +31,63 @@ Status run_softmax_backward(KernelContext& ctx) {
     ref::softmax_backward_row<kLog>(dy, y, dx, o * s.size * s.inner + in, s.size, s.inner);
   });
   return Status::ok();
+}
+
+// One plane of a 2-D max or average PoolingBackward with direct indexing (the taps in the reference's order, so
+// max pooling picks the same first maximum).
+void pooling_backward_plane_2d(const PoolingAttrs& a, const PoolingGeometry& g, const float* x, const float* dy,
+                               float* dx) {
+  const int64_t h_in = g.in[0], w_in = g.in[1], h_out = g.out[0], w_out = g.out[1];
+  std::fill(dx, dx + h_in * w_in, 0.f);
+  const bool max = a.mode == PoolingMode::kMax;
+  for (int64_t oh = 0; oh < h_out; ++oh) {
+    const int64_t h0 = oh * g.stride[0] - g.pad_begin[0];
+    for (int64_t ow = 0; ow < w_out; ++ow) {
+      const int64_t w0 = ow * g.stride[1] - g.pad_begin[1];
+      const float grad = dy[oh * w_out + ow];
+      if (max) {
+        float best = 0.f;
+        int64_t best_at = -1;
+        for (int64_t kh = 0; kh < g.kernel[0]; ++kh) {
+          const int64_t h = h0 + kh * g.dilation[0];
+          if (h < 0 || h >= h_in) continue;
+          for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+            const int64_t w = w0 + kw * g.dilation[1];
+            if (w < 0 || w >= w_in) continue;
+            const float v = x[h * w_in + w];
+            if (best_at < 0 || v > best) {
+              best = v;
+              best_at = h * w_in + w;
+            }
+          }
+        }
+        if (best_at >= 0) dx[best_at] += grad;
+        continue;
+      }
+      int64_t valid_h = 0, valid_w = 0, padded_h = 0, padded_w = 0;
+      for (int64_t kh = 0; kh < g.kernel[0]; ++kh) {
+        const int64_t h = h0 + kh * g.dilation[0];
+        valid_h += h >= 0 && h < h_in;
+        padded_h += h >= -g.pad_begin[0] && h < h_in + g.pad_end[0];
+      }
+      for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+        const int64_t w = w0 + kw * g.dilation[1];
+        valid_w += w >= 0 && w < w_in;
+        padded_w += w >= -g.pad_begin[1] && w < w_in + g.pad_end[1];
+      }
+      const int64_t divisor = a.count_include_pad ? padded_h * padded_w : valid_h * valid_w;
+      if (divisor == 0) continue;
+      const float share = grad / static_cast<float>(divisor);
+      for (int64_t kh = 0; kh < g.kernel[0]; ++kh) {
+        const int64_t h = h0 + kh * g.dilation[0];
+        if (h < 0 || h >= h_in) continue;
+        for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+          const int64_t w = w0 + kw * g.dilation[1];
+          if (w >= 0 && w < w_in) dx[h * w_in + w] += share;
+        }
+      }
+    }
+  }
 }
 
 Status run_pooling_backward(KernelContext& ctx) {
@@ -66,8 +102,12 @@ Status run_pooling_backward(KernelContext& ctx) {
   const float* dy = ctx.src[0].data<float>();
   const float* x = ctx.src[1].data<float>();
   float* dx = ctx.dst[0].data<float>();
+  const bool fast = g.spatial == 2 && a.mode != PoolingMode::kLp;
   parallel_for(g.batch * g.channels, grain_for(out_plane * window + in_plane), [&](int64_t nc) {
-    ref::pooling_backward_plane(a, g, x + nc * in_plane, dy + nc * out_plane, dx + nc * in_plane);
+    if (fast)
+      pooling_backward_plane_2d(a, g, x + nc * in_plane, dy + nc * out_plane, dx + nc * in_plane);
+    else
+      ref::pooling_backward_plane(a, g, x + nc * in_plane, dy + nc * out_plane, dx + nc * in_plane);
   });
   return Status::ok();
 }
@@ -130,7 +170,6 @@ KernelImpl cpu_impl(const char* name, const char* op, RunFn run, SupportsFn supp
                     .create = stateless(std::move(run))};
 }
 
-KILN_REGISTER_KERNEL(cpu_impl("cpu.activation_backward", "ActivationBackward", run_activation_backward));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.softmax_backward", "SoftmaxBackward", run_softmax_backward<false>));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.log_softmax_backward", "LogSoftmaxBackward", run_softmax_backward<true>));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.pooling_backward", "PoolingBackward", run_pooling_backward,
