@@ -1,30 +1,45 @@
 #pragma once
-// Per-channel (batch norm) and per-row (layer norm) pieces of the training normalization kernels, in double
-// sums, shared by the reference and CPU kernels (which run channels or rows in parallel).
+// Per-channel (batch norm) and per-row (layer norm) pieces of the training normalization kernels (float rows,
+// double totals), shared by the reference and CPU kernels (which run channels or rows in parallel).
 #include <cmath>
 #include <cstdint>
 
 namespace kiln::ref {
 
-/// x viewed as [n, c, inner]: the elements of one channel are at (b * c + ch) * inner + i.
+/// x viewed as [n, c, inner]: the elements of one channel are rows of `inner` at (b * c + ch) * inner.
 struct ChannelView {
   int64_t n = 1, c = 1, inner = 1;
   int64_t count() const { return n * inner; }
+  /// f(i) for every element of channel `ch`.
   template <class F>
   void each(int64_t ch, F&& f) const {
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t i = 0, base = (b * c + ch) * inner; i < inner; ++i) f(base + i);
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t base = (b * c + ch) * inner;
+#pragma omp simd
+      for (int64_t i = base; i < base + inner; ++i) f(i);
+    }
+  }
+  /// The sum of f(i) over channel `ch`: each row in float (vectorized), the rows in double.
+  template <class F>
+  double sum(int64_t ch, F&& f) const {
+    double total = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t base = (b * c + ch) * inner;
+      float row = 0.f;
+#pragma omp simd reduction(+ : row)
+      for (int64_t i = base; i < base + inner; ++i) row += f(i);
+      total += row;
+    }
+    return total;
   }
 };
 
 /// Batch mean and variance (no Bessel correction) of channel `ch`.
 inline void channel_moments(const ChannelView& v, const float* x, int64_t ch, double& mean, double& var) {
-  double sum = 0, sq = 0;
-  v.each(ch, [&](int64_t i) { sum += x[i]; });
   const double cnt = static_cast<double>(v.count());
-  mean = cnt > 0 ? sum / cnt : 0.0;
-  v.each(ch, [&](int64_t i) { sq += (x[i] - mean) * (x[i] - mean); });
-  var = cnt > 0 ? sq / cnt : 0.0;
+  mean = cnt > 0 ? v.sum(ch, [x](int64_t i) { return x[i]; }) / cnt : 0.0;
+  const float m = static_cast<float>(mean);
+  var = cnt > 0 ? v.sum(ch, [x, m](int64_t i) { return (x[i] - m) * (x[i] - m); }) / cnt : 0.0;
 }
 
 /// BatchNormalizationTraining for channel `ch`.
@@ -37,8 +52,10 @@ inline void batch_norm_training_channel(const ChannelView& v, const BatchNormTra
   double mean, var;
   channel_moments(v, io.x, ch, mean, var);
   const double inv_std = 1.0 / std::sqrt(var + epsilon);
-  const double s = io.scale[ch] * inv_std, t = io.bias[ch] - mean * s;
-  v.each(ch, [&](int64_t i) { io.y[i] = static_cast<float>(io.x[i] * s + t); });
+  const float s = static_cast<float>(io.scale[ch] * inv_std), t = static_cast<float>(io.bias[ch] - mean * s);
+  const float* x = io.x;
+  float* y = io.y;
+  v.each(ch, [=](int64_t i) { y[i] = x[i] * s + t; });
   io.new_mean[ch] = static_cast<float>(momentum * io.running_mean[ch] + (1.0 - momentum) * mean);
   io.new_var[ch] = static_cast<float>(momentum * io.running_var[ch] + (1.0 - momentum) * var);
   io.saved_mean[ch] = static_cast<float>(mean);
@@ -52,28 +69,29 @@ struct BatchNormBackwardIo {
 };
 inline void batch_norm_backward_channel(const ChannelView& v, const BatchNormBackwardIo& io, float epsilon,
                                         bool global_stats, int64_t ch) {
-  const double mean = io.mean[ch];
-  const double inv_std = global_stats ? 1.0 / std::sqrt(static_cast<double>(io.stat[ch]) + epsilon) : io.stat[ch];
-  double sum_dy = 0, sum_dy_xhat = 0;
-  v.each(ch, [&](int64_t i) {
-    sum_dy += io.dy[i];
-    sum_dy_xhat += io.dy[i] * (io.x[i] - mean) * inv_std;
-  });
+  const float mean = io.mean[ch];
+  const double inv_std_d =
+      global_stats ? 1.0 / std::sqrt(static_cast<double>(io.stat[ch]) + epsilon) : static_cast<double>(io.stat[ch]);
+  const float inv_std = static_cast<float>(inv_std_d);
+  const float *dy = io.dy, *x = io.x;
+  float* dx = io.dx;
+  const double sum_dy = v.sum(ch, [dy](int64_t i) { return dy[i]; });
+  const double sum_dy_xhat = v.sum(ch, [=](int64_t i) { return dy[i] * (x[i] - mean) * inv_std; });
   const double scale = io.scale[ch];
   io.dbias[ch] = static_cast<float>(sum_dy);
   io.dscale[ch] = static_cast<float>(sum_dy_xhat);
   if (global_stats) {
-    v.each(ch, [&](int64_t i) { io.dx[i] = static_cast<float>(io.dy[i] * scale * inv_std); });
-    io.dmean[ch] = static_cast<float>(-scale * inv_std * sum_dy);
-    io.dvar[ch] = static_cast<float>(-0.5 * scale * inv_std * inv_std * sum_dy_xhat);
+    const float k = static_cast<float>(scale * inv_std_d);
+    v.each(ch, [=](int64_t i) { dx[i] = dy[i] * k; });
+    io.dmean[ch] = static_cast<float>(-scale * inv_std_d * sum_dy);
+    io.dvar[ch] = static_cast<float>(-0.5 * scale * inv_std_d * inv_std_d * sum_dy_xhat);
     return;
   }
   const double cnt = static_cast<double>(v.count());
-  const double mean_dy = cnt > 0 ? sum_dy / cnt : 0.0, mean_dy_xhat = cnt > 0 ? sum_dy_xhat / cnt : 0.0;
-  v.each(ch, [&](int64_t i) {
-    const double xhat = (io.x[i] - mean) * inv_std;
-    io.dx[i] = static_cast<float>(scale * inv_std * (io.dy[i] - mean_dy - xhat * mean_dy_xhat));
-  });
+  const float mean_dy = cnt > 0 ? static_cast<float>(sum_dy / cnt) : 0.f;
+  const float mean_dy_xhat = cnt > 0 ? static_cast<float>(sum_dy_xhat / cnt) : 0.f;
+  const float k = static_cast<float>(scale * inv_std_d);
+  v.each(ch, [=](int64_t i) { dx[i] = k * (dy[i] - mean_dy - (x[i] - mean) * inv_std * mean_dy_xhat); });
 }
 
 /// Mean and 1 / sqrt(var + epsilon) of one layer-norm row of `d` elements.
