@@ -127,6 +127,11 @@ Status run_layer_norm_backward(KernelContext& ctx) {
   return ref::layer_norm_backward(ctx, parallel_units(per_row));
 }
 
+Status run_lrn_backward(KernelContext& ctx) {
+  const Dims& x = ctx.src[1].dims();
+  return ref::lrn_backward(ctx, parallel_units(x[0] > 0 ? x.numel() / x[0] : 1));
+}
+
 int64_t step_of(const KernelContext& ctx) {
   if (ctx.src.size() < 2 || !ctx.src[1].defined()) return 0;
   const Tensor& s = ctx.src[1];
@@ -185,6 +190,7 @@ KILN_REGISTER_KERNEL(cpu_impl("cpu.batch_normalization_backward", "BatchNormaliz
                               run_batch_norm_backward));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.layer_normalization_backward", "LayerNormalizationBackward",
                               run_layer_norm_backward));
+KILN_REGISTER_KERNEL(cpu_impl("cpu.lrn_backward", "LRNBackward", run_lrn_backward));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.dropout", "Dropout", run_dropout));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.dropout_backward", "DropoutBackward", run_dropout_backward));
 

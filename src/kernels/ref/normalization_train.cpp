@@ -1,4 +1,5 @@
-// Reference BatchNormalizationTraining, BatchNormalizationBackward and LayerNormalizationBackward (serial loops).
+// Reference BatchNormalizationTraining, BatchNormalizationBackward, LayerNormalizationBackward and LRNBackward
+// (serial loops).
 #include "kernels/ref/normalization_train_run.h"
 
 namespace kiln {
@@ -35,6 +36,15 @@ KILN_REGISTER_KERNEL(with_float32_compute({
     .priority = 0,
     .supports = float32_only,
     .create = stateless([](KernelContext& ctx) { return ref::layer_norm_backward(ctx, kSerial); }),
+}));
+
+KILN_REGISTER_KERNEL(with_float32_compute({
+    .name = "ref.lrn_backward",
+    .op = "LRNBackward",
+    .backend = Backend::kRef,
+    .priority = 0,
+    .supports = float32_only,
+    .create = stateless([](KernelContext& ctx) { return ref::lrn_backward(ctx, kSerial); }),
 }));
 
 }  // namespace

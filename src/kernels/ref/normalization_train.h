@@ -1,6 +1,7 @@
 #pragma once
 // Per-channel (batch norm) and per-row (layer norm) pieces of the training normalization kernels (float rows,
 // double totals), shared by the reference and CPU kernels (which run channels or rows in parallel).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -120,6 +121,36 @@ void layer_norm_backward_row(const float* dy, const float* x, float* dx, int64_t
     const double xhat = (x[j] - mean) * inv_std;
     dx[j] = static_cast<float>(inv_std * (dy[j] * scale_at(j) - mg - xhat * mgx));
   }
+}
+
+}  // namespace kiln::ref
+
+namespace kiln::ref {
+
+/// LRNBackward over one batch item x [c, inner] (`d` scratch of c * inner): with
+/// d = bias + alpha / size * (sum of x^2 over the window), y = x * d^-beta and
+/// dx = dy * d^-beta - 2 * alpha * beta / size * x * (sum over the windows holding c of dy * x * d^(-beta - 1)).
+inline void lrn_backward_item(int64_t size, float alpha, float beta, float bias, const float* x, const float* dy,
+                              float* dx, int64_t c, int64_t inner, double* d) {
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  const double a = alpha / static_cast<double>(size);
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t i = 0; i < inner; ++i) {
+      double sq = 0;
+      for (int64_t k = std::max<int64_t>(ch - before, 0); k <= std::min(ch + after, c - 1); ++k)
+        sq += static_cast<double>(x[k * inner + i]) * x[k * inner + i];
+      d[ch * inner + i] = bias + a * sq;
+    }
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t i = 0; i < inner; ++i) {
+      double acc = 0;
+      for (int64_t k = std::max<int64_t>(ch - after, 0); k <= std::min(ch + before, c - 1); ++k) {
+        const int64_t at = k * inner + i;
+        acc += static_cast<double>(dy[at]) * x[at] * std::pow(d[at], -beta - 1.0);
+      }
+      const int64_t at = ch * inner + i;
+      dx[at] = static_cast<float>(dy[at] * std::pow(d[at], -static_cast<double>(beta)) - 2.0 * a * beta * x[at] * acc);
+    }
 }
 
 }  // namespace kiln::ref

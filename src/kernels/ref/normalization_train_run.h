@@ -79,4 +79,20 @@ Status layer_norm_backward(KernelContext& ctx, Loop&& loop) {
   return Status::ok();
 }
 
+template <class Loop>
+Status lrn_backward(KernelContext& ctx, Loop&& loop) {
+  const auto& a = ctx.attrs<LrnAttrs>();
+  const AxisSplit s(ctx.src[1].dims(), 1);
+  const int64_t item = s.size * s.inner;
+  const float* dy = ctx.src[0].data<float>();
+  const float* x = ctx.src[1].data<float>();
+  float* dx = ctx.dst[0].data<float>();
+  loop(s.outer, [&](int64_t n) {
+    std::vector<double> d(static_cast<size_t>(item));
+    lrn_backward_item(a.size, a.alpha, a.beta, a.bias, x + n * item, dy + n * item, dx + n * item, s.size, s.inner,
+                      d.data());
+  });
+  return Status::ok();
+}
+
 }  // namespace kiln::ref

@@ -1,5 +1,6 @@
-// BatchNormalizationTraining, BatchNormalizationBackward, LayerNormalizationBackward and the gradient rules of
-// BatchNormalization (running statistics), BatchNormalizationTraining (batch statistics) and LayerNormalization.
+// BatchNormalizationTraining, BatchNormalizationBackward, LayerNormalizationBackward, LRNBackward and the gradient
+// rules of BatchNormalization (running statistics), BatchNormalizationTraining (batch statistics),
+// LayerNormalization and LRN.
 #include <cmath>
 
 #include "ops/grad.h"
@@ -137,7 +138,27 @@ OpSchema layer_norm_backward_schema() {
   return s;
 }
 
+OpSchema lrn_backward_schema() {
+  OpSchema s = make_schema<LrnAttrs>("LRNBackward", "normalization",
+                                     "gradient of LRN (across channels) from dy and the forward input x");
+  s.input_names = {"dy", "x"};
+  s.min_inputs = 2;
+  s.max_inputs = 2;
+  s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
+    constexpr const char* kOp = "LRNBackward";
+    const auto& a = ctx.attrs_as<LrnAttrs>();
+    KILN_RETURN_IF_ERROR(check_x(ctx, 1, kOp));
+    KILN_RETURN_IF_ERROR(check_dy(ctx, kOp));
+    if (a.size < 1 || a.size > (int64_t{1} << 20)) return invalid_argument(kOp, " size = ", a.size, " must be >= 1");
+    if (!std::isfinite(a.alpha) || !std::isfinite(a.beta) || !std::isfinite(a.bias))
+      return invalid_argument(kOp, " alpha, beta and bias must be finite, got ", a.alpha, ", ", a.beta, ", ", a.bias);
+    return one_output(ctx.input(1).dtype, ctx.input(1).dims);
+  };
+  return s;
+}
+
 KILN_REGISTER_OP(batch_norm_training_schema());
+KILN_REGISTER_OP(lrn_backward_schema());
 KILN_REGISTER_OP(batch_norm_backward_schema());
 KILN_REGISTER_OP(layer_norm_backward_schema());
 
@@ -205,7 +226,16 @@ Status layer_norm_grad(GradBuilder& b) {
   return Status::ok();
 }
 
+Status lrn_grad(GradBuilder& b) {
+  const GradValue dy = b.grad_output(0);
+  if (!dy || !b.needs_grad(0)) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(GradValue dx,
+                        b.add1("LRNBackward", std::make_unique<LrnAttrs>(b.attrs_as<LrnAttrs>()), {dy, b.input(0)}));
+  return b.set_grad(0, dx);
+}
+
 KILN_REGISTER_GRAD("BatchNormalization", batch_norm_grad);
+KILN_REGISTER_GRAD("LRN", lrn_grad);
 KILN_REGISTER_GRAD("BatchNormalizationTraining", batch_norm_training_grad);
 KILN_REGISTER_GRAD("LayerNormalization", layer_norm_grad);
 

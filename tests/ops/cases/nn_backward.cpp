@@ -184,6 +184,14 @@ void normalization_cases(std::vector<OpCase>& cases) {
                    {uniform({3, 4, 5}), uniform({3, 4, 5}), uniform({1, 5})},
                    kFloats,
                    2.0});
+  LrnAttrs lrn;
+  lrn.size = 5;
+  lrn.alpha = 0.5f;
+  cases.push_back({"LRNBackward", "size 5", attrs(lrn), {uniform({2, 7, 3, 3}), uniform({2, 7, 3, 3}, -2, 2)}});
+  lrn.size = 4;
+  lrn.beta = 0.6f;
+  lrn.bias = 2.f;
+  cases.push_back({"LRNBackward", "size 4 (even)", attrs(lrn), {uniform({3, 6, 5}), uniform({3, 6, 5}, -2, 2)}});
   cases.push_back(
       {"LayerNormalizationBackward", "no scale", attrs(ln(-1)), {uniform({5, 7}), uniform({5, 7})}, kFloats, 2.0});
 }

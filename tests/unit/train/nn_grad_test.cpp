@@ -185,6 +185,17 @@ TEST(NnGrad, LayerNormalization) {
   EXPECT_EQ(check_gradients({"LayerNormalization", share(last), {rnd({5, 7})}, {0}}), "");
 }
 
+TEST(NnGrad, Lrn) {
+  LrnAttrs a;
+  a.size = 3;
+  a.alpha = 0.4f;
+  EXPECT_EQ(check_gradients({"LRN", share(a), {rnd({2, 5, 2, 3}, -2, 2)}, {0}}), "");
+  a.size = 4;
+  a.beta = 0.6f;
+  a.bias = 1.5f;
+  EXPECT_EQ(check_gradients({"LRN", share(a), {rnd({1, 6, 4}, -2, 2)}, {0}}), "");
+}
+
 TEST(NnGrad, Dropout) {
   DropoutAttrs a;
   a.ratio = 0.4f;
