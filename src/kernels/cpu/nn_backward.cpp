@@ -127,6 +127,10 @@ Status run_layer_norm_backward(KernelContext& ctx) {
   return ref::layer_norm_backward(ctx, parallel_units(per_row));
 }
 
+Status run_instance_norm_backward(KernelContext& ctx) {
+  return ref::instance_norm_backward(ctx, parallel_units(per_channel_work(ctx.src[1].dims())));
+}
+
 Status run_lrn_backward(KernelContext& ctx) {
   const Dims& x = ctx.src[1].dims();
   return ref::lrn_backward(ctx, parallel_units(x[0] > 0 ? x.numel() / x[0] : 1));
@@ -190,6 +194,8 @@ KILN_REGISTER_KERNEL(cpu_impl("cpu.batch_normalization_backward", "BatchNormaliz
                               run_batch_norm_backward));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.layer_normalization_backward", "LayerNormalizationBackward",
                               run_layer_norm_backward));
+KILN_REGISTER_KERNEL(cpu_impl("cpu.instance_normalization_backward", "InstanceNormalizationBackward",
+                              run_instance_norm_backward));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.lrn_backward", "LRNBackward", run_lrn_backward));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.dropout", "Dropout", run_dropout));
 KILN_REGISTER_KERNEL(cpu_impl("cpu.dropout_backward", "DropoutBackward", run_dropout_backward));

@@ -1,4 +1,5 @@
-// Reference BatchNormalizationTraining, BatchNormalizationBackward, LayerNormalizationBackward and LRNBackward
+// Reference BatchNormalizationTraining, BatchNormalizationBackward, LayerNormalizationBackward,
+// InstanceNormalizationBackward and LRNBackward
 // (serial loops).
 #include "kernels/ref/normalization_train_run.h"
 
@@ -36,6 +37,15 @@ KILN_REGISTER_KERNEL(with_float32_compute({
     .priority = 0,
     .supports = float32_only,
     .create = stateless([](KernelContext& ctx) { return ref::layer_norm_backward(ctx, kSerial); }),
+}));
+
+KILN_REGISTER_KERNEL(with_float32_compute({
+    .name = "ref.instance_normalization_backward",
+    .op = "InstanceNormalizationBackward",
+    .backend = Backend::kRef,
+    .priority = 0,
+    .supports = float32_only,
+    .create = stateless([](KernelContext& ctx) { return ref::instance_norm_backward(ctx, kSerial); }),
 }));
 
 KILN_REGISTER_KERNEL(with_float32_compute({

@@ -79,6 +79,36 @@ Status layer_norm_backward(KernelContext& ctx, Loop&& loop) {
   return Status::ok();
 }
 
+/// InstanceNormalizationBackward: per channel (the unit `loop` runs), every batch item's plane as a layer-norm row.
+template <class Loop>
+Status instance_norm_backward(KernelContext& ctx, Loop&& loop) {
+  const auto& a = ctx.attrs<InstanceNormalizationAttrs>();
+  const ChannelView v = channel_view(ctx.src[1].dims());
+  const float* dy = ctx.src[0].data<float>();
+  const float* x = ctx.src[1].data<float>();
+  const float* scale = ctx.src[2].data<float>();
+  float* dx = ctx.dst[0].data<float>();
+  float* dscale = ctx.dst[1].data<float>();
+  float* dbias = ctx.dst[2].data<float>();
+  loop(v.c, [&](int64_t ch) {
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (int64_t b = 0; b < v.n; ++b) {
+      const int64_t base = (b * v.c + ch) * v.inner;
+      double mean, inv_std;
+      row_moments(x + base, v.inner, a.epsilon, mean, inv_std);
+      const double s = scale[ch];
+      layer_norm_backward_row(dy + base, x + base, dx + base, v.inner, mean, inv_std, [s](int64_t) { return s; });
+      for (int64_t i = base; i < base + v.inner; ++i) {
+        sum_dy += dy[i];
+        sum_dy_xhat += dy[i] * (x[i] - mean) * inv_std;
+      }
+    }
+    dscale[ch] = static_cast<float>(sum_dy_xhat);
+    dbias[ch] = static_cast<float>(sum_dy);
+  });
+  return Status::ok();
+}
+
 template <class Loop>
 Status lrn_backward(KernelContext& ctx, Loop&& loop) {
   const auto& a = ctx.attrs<LrnAttrs>();

@@ -1,6 +1,6 @@
-// BatchNormalizationTraining, BatchNormalizationBackward, LayerNormalizationBackward, LRNBackward and the gradient
-// rules of BatchNormalization (running statistics), BatchNormalizationTraining (batch statistics),
-// LayerNormalization and LRN.
+// BatchNormalizationTraining and the backward ops of batch, layer and instance normalization and LRN, with the
+// gradient rules of BatchNormalization (running statistics), BatchNormalizationTraining (batch statistics),
+// LayerNormalization, InstanceNormalization and LRN.
 #include <cmath>
 
 #include "ops/grad.h"
@@ -138,6 +138,27 @@ OpSchema layer_norm_backward_schema() {
   return s;
 }
 
+OpSchema instance_norm_backward_schema() {
+  OpSchema s = make_schema<InstanceNormalizationAttrs>(
+      "InstanceNormalizationBackward", "normalization",
+      "gradient of instance norm: dx, dscale and dbias ([C]) from dy, x and scale");
+  s.input_names = {"dy", "x", "scale"};
+  s.min_inputs = 3;
+  s.max_inputs = 3;
+  s.infer = [](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
+    constexpr const char* kOp = "InstanceNormalizationBackward";
+    KILN_RETURN_IF_ERROR(check_epsilon(ctx.attrs_as<InstanceNormalizationAttrs>().epsilon, kOp));
+    KILN_RETURN_IF_ERROR(check_x(ctx, 1, kOp));
+    KILN_RETURN_IF_ERROR(check_dy(ctx, kOp));
+    const Dims& x = ctx.input(1).dims;
+    KILN_RETURN_IF_ERROR(per_channel(ctx, 2, kOp, "scale", x[1]));
+    const Dims c{x[1]};
+    return std::vector<TensorDesc>{
+        {ctx.input(1).dtype, x, true}, {ctx.input(2).dtype, c, true}, {ctx.input(2).dtype, c, true}};
+  };
+  return s;
+}
+
 OpSchema lrn_backward_schema() {
   OpSchema s = make_schema<LrnAttrs>("LRNBackward", "normalization",
                                      "gradient of LRN (across channels) from dy and the forward input x");
@@ -158,6 +179,7 @@ OpSchema lrn_backward_schema() {
 }
 
 KILN_REGISTER_OP(batch_norm_training_schema());
+KILN_REGISTER_OP(instance_norm_backward_schema());
 KILN_REGISTER_OP(lrn_backward_schema());
 KILN_REGISTER_OP(batch_norm_backward_schema());
 KILN_REGISTER_OP(layer_norm_backward_schema());
@@ -226,6 +248,18 @@ Status layer_norm_grad(GradBuilder& b) {
   return Status::ok();
 }
 
+Status instance_norm_grad(GradBuilder& b) {
+  const GradValue dy = b.grad_output(0);
+  if (!dy || !(b.needs_grad(0) || b.needs_grad(1) || b.needs_grad(2))) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(std::vector<GradValue> g,
+                        b.add("InstanceNormalizationBackward",
+                              std::make_unique<InstanceNormalizationAttrs>(b.attrs_as<InstanceNormalizationAttrs>()),
+                              {dy, b.input(0), b.input(1)}));
+  for (int i = 0; i < 3; ++i)
+    if (b.needs_grad(i)) KILN_RETURN_IF_ERROR(b.set_grad(i, g[i]));
+  return Status::ok();
+}
+
 Status lrn_grad(GradBuilder& b) {
   const GradValue dy = b.grad_output(0);
   if (!dy || !b.needs_grad(0)) return Status::ok();
@@ -235,6 +269,7 @@ Status lrn_grad(GradBuilder& b) {
 }
 
 KILN_REGISTER_GRAD("BatchNormalization", batch_norm_grad);
+KILN_REGISTER_GRAD("InstanceNormalization", instance_norm_grad);
 KILN_REGISTER_GRAD("LRN", lrn_grad);
 KILN_REGISTER_GRAD("BatchNormalizationTraining", batch_norm_training_grad);
 KILN_REGISTER_GRAD("LayerNormalization", layer_norm_grad);

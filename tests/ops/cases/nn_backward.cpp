@@ -184,6 +184,12 @@ void normalization_cases(std::vector<OpCase>& cases) {
                    {uniform({3, 4, 5}), uniform({3, 4, 5}), uniform({1, 5})},
                    kFloats,
                    2.0});
+  cases.push_back({"InstanceNormalizationBackward",
+                   "2x3x4x5",
+                   attrs(InstanceNormalizationAttrs{}),
+                   {uniform({2, 3, 4, 5}), uniform({2, 3, 4, 5}, -2, 2), uniform({3})},
+                   kFloats,
+                   2.0});
   LrnAttrs lrn;
   lrn.size = 5;
   lrn.alpha = 0.5f;

@@ -185,6 +185,13 @@ TEST(NnGrad, LayerNormalization) {
   EXPECT_EQ(check_gradients({"LayerNormalization", share(last), {rnd({5, 7})}, {0}}), "");
 }
 
+TEST(NnGrad, InstanceNormalization) {
+  InstanceNormalizationAttrs a;
+  EXPECT_EQ(
+      check_gradients({"InstanceNormalization", share(a), {rnd({2, 3, 3, 4}, -2, 2), rnd({3}), rnd({3})}, {0, 1, 2}}),
+      "");
+}
+
 TEST(NnGrad, Lrn) {
   LrnAttrs a;
   a.size = 3;
