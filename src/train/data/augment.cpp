@@ -33,7 +33,8 @@ class ParamReader {
     char* end = nullptr;
     double v = std::strtod(text.c_str(), &end);
     while (end && *end == ' ') ++end;
-    if (text.empty() || !end || *end != '\0' || !std::isfinite(v)) return error(key, str_cat("is '", text, "', not a number"));
+    if (text.empty() || !end || *end != '\0' || !std::isfinite(v))
+      return error(key, str_cat("is '", text, "', not a number"));
     if (v < lo || v > hi) return error(key, str_cat("is ", text, ", out of range [", lo, ", ", hi, "]"));
     return v;
   }
@@ -140,7 +141,8 @@ class RandomCrop final : public Augmentation {
   }
   Result<ImageShape> output_shape(const ImageShape& in) const override {
     if (in.height > 0 && (in.height + 2 * padding_ < size_.height || in.width + 2 * padding_ < size_.width))
-      return invalid_argument(describe(), ": the images are ", in.to_string(), ", smaller than the crop with its padding");
+      return invalid_argument(describe(), ": the images are ", in.to_string(),
+                              ", smaller than the crop with its padding");
     return ImageShape{size_.height, size_.width, in.channels};
   }
   Status apply(Image& image, Rng& rng) const override {
@@ -148,7 +150,8 @@ class RandomCrop final : public Augmentation {
     const int64_t room_y = image.shape.height + 2 * padding_ - size_.height;
     const int64_t room_x = image.shape.width + 2 * padding_ - size_.width;
     if (room_y < 0 || room_x < 0)
-      return invalid_argument(describe(), ": an image of ", image.shape.to_string(), " is smaller than the crop with its padding");
+      return invalid_argument(describe(), ": an image of ", image.shape.to_string(),
+                              " is smaller than the crop with its padding");
     const int64_t top = rng.uniform_int(0, room_y) - padding_;
     const int64_t left = rng.uniform_int(0, room_x) - padding_;
     image = window(image, top, left, size_.height, size_.width, fill_);
@@ -259,7 +262,8 @@ class MeanSubtract final : public Augmentation {
     KILN_RETURN_IF_ERROR(need_float(image, "mean_subtract"));
     if (values_.empty()) {
       if (image.shape != mean_.shape)
-        return invalid_argument(describe(), ": an image of ", image.shape.to_string(), " does not match the mean image");
+        return invalid_argument(describe(), ": an image of ", image.shape.to_string(),
+                                " does not match the mean image");
       for (size_t i = 0; i < image.f32.size(); ++i) image.f32[i] -= mean_.f32[i];
       return Status::ok();
     }
@@ -293,7 +297,9 @@ class Scale final : public Augmentation {
 class Normalize final : public Augmentation {
  public:
   Normalize(std::vector<float> mean, std::vector<float> stds) : mean_(std::move(mean)), std_(std::move(stds)) {}
-  std::string describe() const override { return str_cat("normalize(", mean_.size(), " means, ", std_.size(), " stds)"); }
+  std::string describe() const override {
+    return str_cat("normalize(", mean_.size(), " means, ", std_.size(), " stds)");
+  }
   Result<ImageShape> output_shape(const ImageShape& in) const override {
     for (const auto* v : {&mean_, &std_}) {
       if (v->size() != 1 && static_cast<int64_t>(v->size()) != in.channels)
@@ -340,7 +346,8 @@ class HsvShift final : public Augmentation {
     return str_cat("hsv_shift(hue=", hue_, ", saturation=", saturation_, ", value=", value_, ")");
   }
   Result<ImageShape> output_shape(const ImageShape& in) const override {
-    if (in.channels != 3) return invalid_argument(describe(), ": takes RGB images, these have ", in.channels, " channels");
+    if (in.channels != 3)
+      return invalid_argument(describe(), ": takes RGB images, these have ", in.channels, " channels");
     return in;
   }
   Status apply(Image& image, Rng& rng) const override {
@@ -357,9 +364,12 @@ class HsvShift final : public Augmentation {
       double mx = std::max({r, g, b}), mn = std::min({r, g, b}), d = mx - mn;
       double h = 0;
       if (d > 0) {
-        if (mx == r) h = std::fmod((g - b) / d + 6, 6.0);
-        else if (mx == g) h = (b - r) / d + 2;
-        else h = (r - g) / d + 4;
+        if (mx == r)
+          h = std::fmod((g - b) / d + 6, 6.0);
+        else if (mx == g)
+          h = (b - r) / d + 2;
+        else
+          h = (r - g) / d + 4;
       }
       double s = mx > 0 ? d / mx : 0, v = mx;
       h = std::fmod(h + dh + 12, 6.0);
@@ -388,8 +398,8 @@ class HsvShift final : public Augmentation {
 }  // namespace
 
 const std::vector<std::string>& augmentation_names() {
-  static const std::vector<std::string> kNames{"random_crop", "center_crop", "hflip",     "vflip", "rotate",
-                                               "mean_subtract", "scale",    "normalize", "noise", "hsv_shift"};
+  static const std::vector<std::string> kNames{"random_crop",   "center_crop", "hflip",     "vflip", "rotate",
+                                               "mean_subtract", "scale",       "normalize", "noise", "hsv_shift"};
   return kNames;
 }
 

@@ -93,7 +93,14 @@ class IdxDataset final : public Dataset {
 
 /// A parsed IDX file: dims and the payload in host order (tests and tools).
 struct IdxArray {
-  enum class Type : uint8_t { kUInt8 = 0x08, kInt8 = 0x09, kInt16 = 0x0B, kInt32 = 0x0C, kFloat32 = 0x0D, kFloat64 = 0x0E };
+  enum class Type : uint8_t {
+    kUInt8 = 0x08,
+    kInt8 = 0x09,
+    kInt16 = 0x0B,
+    kInt32 = 0x0C,
+    kFloat32 = 0x0D,
+    kFloat64 = 0x0E
+  };
   Type type = Type::kUInt8;
   std::vector<int64_t> dims;
   std::vector<uint8_t> data;  ///< elements in host byte order
@@ -117,13 +124,13 @@ class ImageFileDataset final : public Dataset {
   /// A folder with one subfolder per class (sorted names are the classes); the images in each subfolder
   /// (.png .jpg .jpeg .bmp, any case) are sorted by name. Hidden files and folders are skipped.
   static Result<std::shared_ptr<ImageFileDataset>> open_folder(const std::string& root,
-                                                              const ImageFileOptions& options = {});
+                                                               const ImageFileOptions& options = {});
   /// A text file of `path label` lines (paths relative to the list's folder unless absolute; the label,
   /// an integer, is the last field; blank lines and lines starting with # are skipped) and a labels file
   /// with one class name per line.
   static Result<std::shared_ptr<ImageFileDataset>> open_list(const std::string& list_path,
-                                                            const std::string& labels_path,
-                                                            const ImageFileOptions& options = {});
+                                                             const std::string& labels_path,
+                                                             const ImageFileOptions& options = {});
   int64_t size() const override { return static_cast<int64_t>(paths_.size()); }
   Result<Sample> sample(int64_t index) const override;
   const std::vector<std::string>& class_names() const override { return class_names_; }

@@ -2,8 +2,8 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -33,7 +33,9 @@ Result<std::shared_ptr<InMemoryDataset>> InMemoryDataset::create(std::vector<Sam
   auto ds = std::shared_ptr<InMemoryDataset>(new InMemoryDataset());
   for (size_t i = 0; i < samples.size(); ++i) {
     const Sample& s = samples[i];
-    if (!s.image.consistent()) return invalid_argument("in-memory dataset: sample ", i, "'s pixels do not match its shape ", s.image.shape.to_string());
+    if (!s.image.consistent())
+      return invalid_argument("in-memory dataset: sample ", i, "'s pixels do not match its shape ",
+                              s.image.shape.to_string());
     if (s.label < 0 || s.label >= static_cast<int64_t>(class_names.size()))
       return invalid_argument("in-memory dataset: sample ", i, " has label ", s.label, ", out of range for ",
                               class_names.size(), " classes");
@@ -44,8 +46,8 @@ Result<std::shared_ptr<InMemoryDataset>> InMemoryDataset::create(std::vector<Sam
       return invalid_argument("in-memory dataset: sample ", i, " is ", dtype_name(s.image.dtype), ", sample 0 is ",
                               dtype_name(ds->pixel_type_));
     } else if (s.image.shape.channels != ds->shape_.channels) {
-      return invalid_argument("in-memory dataset: sample ", i, " has ", s.image.shape.channels, " channels, sample 0 has ",
-                              ds->shape_.channels);
+      return invalid_argument("in-memory dataset: sample ", i, " has ", s.image.shape.channels,
+                              " channels, sample 0 has ", ds->shape_.channels);
     } else if (s.image.shape != ds->shape_) {
       ds->shape_.height = 0;  // sizes vary
       ds->shape_.width = 0;
@@ -57,7 +59,8 @@ Result<std::shared_ptr<InMemoryDataset>> InMemoryDataset::create(std::vector<Sam
 }
 
 Result<Sample> InMemoryDataset::sample(int64_t index) const {
-  if (index < 0 || index >= size()) return invalid_argument("sample ", index, " is out of range (", size(), " samples)");
+  if (index < 0 || index >= size())
+    return invalid_argument("sample ", index, " is out of range (", size(), " samples)");
   return samples_[static_cast<size_t>(index)];
 }
 
@@ -106,8 +109,10 @@ Result<size_t> gz_read(gzFile f, uint8_t* dst, size_t n, const std::string& path
     int got = gzread(f, dst + done, chunk);
     if (got < 0) {
       int err = 0;
-      const char* msg = gzerror(f, &err);
-      return invalid_argument(path, ": the gzip data is corrupt (", msg ? msg : "zlib error", ")");
+      std::string msg = gzerror(f, &err);
+      // zlib's message starts with the path: keep only its reason.
+      if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);
+      return invalid_argument(path, ": the gzip data is corrupt (", msg, ")");
     }
     if (got == 0) break;
     done += static_cast<size_t>(got);
@@ -139,15 +144,16 @@ Result<IdxArray> read_idx(const std::string& path) {
   if (idx_element_size(out.type) == 0 || idx_type_name(out.type) == "?")
     return invalid_argument(path, ": bad magic: unknown IDX element type 0x", std::hex, static_cast<int>(magic[2]));
   const int ndims = magic[3];
-  if (ndims < 1 || ndims > 4) return invalid_argument(path, ": bad magic: ", ndims, " dimensions (IDX data sets have 1 to 4)");
+  if (ndims < 1 || ndims > 4)
+    return invalid_argument(path, ": bad magic: ", ndims, " dimensions (IDX data sets have 1 to 4)");
   uint8_t dim_bytes[16];
   KILN_ASSIGN_OR_RETURN(got, gz_read(f.get(), dim_bytes, 4 * static_cast<size_t>(ndims), path));
   if (got < 4 * static_cast<size_t>(ndims)) return invalid_argument(path, ": truncated inside the header's dimensions");
   const size_t elem = idx_element_size(out.type);
   uint64_t payload = elem;
-  for (int i = 0; i < ndims; ++i) {
-    uint32_t d = (uint32_t{dim_bytes[4 * i]} << 24) | (uint32_t{dim_bytes[4 * i + 1]} << 16) |
-                 (uint32_t{dim_bytes[4 * i + 2]} << 8) | uint32_t{dim_bytes[4 * i + 3]};
+  for (size_t i = 0; i < static_cast<size_t>(ndims); ++i) {
+    const uint8_t* b = dim_bytes + 4 * i;
+    uint32_t d = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
     out.dims.push_back(d);
     // A product above 2^62 cannot be a real file: stop before it overflows.
     if (d != 0 && payload > (uint64_t{1} << 62) / d)
@@ -176,7 +182,7 @@ Result<IdxArray> read_idx(const std::string& path) {
                             " bytes), more than a gzip file of ", file_size, " bytes can hold");
   }
   // Read in chunks: memory grows with the data actually present, never with what a header claims.
-  const size_t kChunk = size_t{64} << 20;
+  constexpr size_t kChunk = size_t{64} << 20;
   uint64_t have = 0;
   while (have < payload) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, payload - have));
@@ -193,7 +199,8 @@ Result<IdxArray> read_idx(const std::string& path) {
     return invalid_argument(path, ": data continues after the ", dims_text(), " ", idx_type_name(out.type),
                             " elements the header describes (wrong file or wrong header?)");
   if (elem > 1) {  // IDX is big-endian
-    for (size_t i = 0; i + elem <= out.data.size(); i += elem) std::reverse(out.data.begin() + i, out.data.begin() + i + elem);
+    for (size_t i = 0; i + elem <= out.data.size(); i += elem)
+      std::reverse(out.data.begin() + i, out.data.begin() + i + elem);
   }
   return out;
 }
@@ -201,21 +208,25 @@ Result<IdxArray> read_idx(const std::string& path) {
 Status write_idx(const std::string& path, const IdxArray& array, bool gzip) {
   const size_t elem = idx_element_size(array.type);
   if (elem == 0 || idx_type_name(array.type) == "?") return invalid_argument(path, ": unknown IDX element type");
-  if (array.dims.empty() || array.dims.size() > 4) return invalid_argument(path, ": ", array.dims.size(), " dims (1 to 4)");
+  if (array.dims.empty() || array.dims.size() > 4)
+    return invalid_argument(path, ": ", array.dims.size(), " dims (1 to 4)");
   uint64_t count = 1;
   std::string bytes = {0, 0, static_cast<char>(array.type), static_cast<char>(array.dims.size())};
   for (int64_t d : array.dims) {
-    if (d < 0 || d > std::numeric_limits<uint32_t>::max()) return invalid_argument(path, ": dimension ", d, " out of range");
+    if (d < 0 || d > std::numeric_limits<uint32_t>::max())
+      return invalid_argument(path, ": dimension ", d, " out of range");
     count *= static_cast<uint64_t>(d);
     for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>((d >> shift) & 0xFF));
   }
   if (count * elem != array.data.size())
-    return invalid_argument(path, ": ", array.data.size(), " bytes of data for ", count, " elements of ", elem, " bytes");
+    return invalid_argument(path, ": ", array.data.size(), " bytes of data for ", count, " elements of ", elem,
+                            " bytes");
   const size_t header = bytes.size();
   bytes.append(reinterpret_cast<const char*>(array.data.data()), array.data.size());
   if (elem > 1) {
     for (size_t i = header; i + elem <= bytes.size(); i += elem)
-      std::reverse(bytes.begin() + static_cast<std::ptrdiff_t>(i), bytes.begin() + static_cast<std::ptrdiff_t>(i + elem));
+      std::reverse(bytes.begin() + static_cast<std::ptrdiff_t>(i),
+                   bytes.begin() + static_cast<std::ptrdiff_t>(i + elem));
   }
   GzHandle f(gzopen(path.c_str(), gzip ? "wb" : "wbT"));
   if (!f) return Status(StatusCode::kIoError, str_cat(path, ": cannot create (", std::strerror(errno), ")"));
@@ -236,21 +247,27 @@ Result<std::shared_ptr<IdxDataset>> IdxDataset::open(const std::string& images_p
                                                      std::vector<std::string> class_names) {
   KILN_ASSIGN_OR_RETURN(IdxArray images, read_idx(images_path));
   if (images.type != IdxArray::Type::kUInt8)
-    return invalid_argument(images_path, ": images of type ", idx_type_name(images.type), " are not supported (ubyte only)");
+    return invalid_argument(images_path, ": images of type ", idx_type_name(images.type),
+                            " are not supported (ubyte only)");
   if (images.dims.size() != 3 && images.dims.size() != 4)
-    return invalid_argument(images_path, ": ", images.dims.size(), " dimensions; images need 3 (N, H, W) or 4 (N, H, W, C)");
+    return invalid_argument(images_path, ": ", images.dims.size(),
+                            " dimensions; images need 3 (N, H, W) or 4 (N, H, W, C)");
   KILN_ASSIGN_OR_RETURN(IdxArray labels, read_idx(labels_path));
-  if (labels.dims.size() != 1) return invalid_argument(labels_path, ": ", labels.dims.size(), " dimensions; labels need 1");
+  if (labels.dims.size() != 1)
+    return invalid_argument(labels_path, ": ", labels.dims.size(), " dimensions; labels need 1");
   if (labels.type != IdxArray::Type::kUInt8 && labels.type != IdxArray::Type::kInt32)
-    return invalid_argument(labels_path, ": labels of type ", idx_type_name(labels.type), " are not supported (ubyte or int)");
+    return invalid_argument(labels_path, ": labels of type ", idx_type_name(labels.type),
+                            " are not supported (ubyte or int)");
   auto ds = std::shared_ptr<IdxDataset>(new IdxDataset());
   ds->images_path_ = images_path;
   ds->count_ = images.dims[0];
   ds->shape_ = {images.dims[1], images.dims[2], images.dims.size() == 4 ? images.dims[3] : 1};
-  if (ds->count_ > 0 && !ds->shape_.is_fixed()) return invalid_argument(images_path, ": images of size ", ds->shape_.to_string());
+  if (ds->count_ > 0 && !ds->shape_.is_fixed())
+    return invalid_argument(images_path, ": images of size ", ds->shape_.to_string());
   if (ds->shape_.channels > 4) return invalid_argument(images_path, ": ", ds->shape_.channels, " channels (at most 4)");
   if (labels.dims[0] != ds->count_)
-    return invalid_argument(labels_path, ": ", labels.dims[0], " labels for the ", ds->count_, " images of ", images_path);
+    return invalid_argument(labels_path, ": ", labels.dims[0], " labels for the ", ds->count_, " images of ",
+                            images_path);
   ds->labels_.resize(static_cast<size_t>(ds->count_));
   int64_t max_label = -1;
   for (int64_t i = 0; i < ds->count_; ++i) {
@@ -262,17 +279,19 @@ Result<std::shared_ptr<IdxDataset>> IdxDataset::open(const std::string& images_p
       std::memcpy(&v, labels.data.data() + 4 * i, 4);
       label = v;
     }
-    if (label < 0) return invalid_argument(labels_path, ": label ", i, " is ", label, " (labels are >= 0)");
+    if (label < 0)
+      return invalid_argument(labels_path, ": the label of image ", i, " is ", label, " (labels are >= 0)");
     if (!class_names.empty() && label >= static_cast<int64_t>(class_names.size()))
-      return invalid_argument(labels_path, ": label ", i, " is ", label, ", out of range for the ", class_names.size(),
-                              " classes");
+      return invalid_argument(labels_path, ": the label of image ", i, " is ", label, ", out of range for the ",
+                              class_names.size(), " classes");
     max_label = std::max(max_label, label);
     ds->labels_[static_cast<size_t>(i)] = label;
   }
   if (class_names.empty()) {
     constexpr int64_t kMaxUnnamed = 100000;
     if (max_label >= kMaxUnnamed)
-      return invalid_argument(labels_path, ": the largest label is ", max_label, "; give class names for that many classes");
+      return invalid_argument(labels_path, ": the largest label is ", max_label,
+                              "; give class names for that many classes");
     for (int64_t c = 0; c <= max_label; ++c) class_names.push_back(std::to_string(c));
   }
   ds->class_names_ = std::move(class_names);
@@ -288,8 +307,8 @@ Result<std::shared_ptr<IdxDataset>> IdxDataset::open_dir(const std::string& dir,
       std::error_code ec;
       if (fs::exists(p, ec)) return p;
     }
-    return Status(StatusCode::kNotFound, str_cat(dir, ": no ", stem, " or ", stem, ".gz (an IDX data set folder, split '",
-                                                 split, "')"));
+    return Status(StatusCode::kNotFound,
+                  str_cat(dir, ": no ", stem, " or ", stem, ".gz (an IDX data set folder, split '", split, "')"));
   };
   KILN_ASSIGN_OR_RETURN(std::string images, find(split + "-images-idx3-ubyte"));
   KILN_ASSIGN_OR_RETURN(std::string labels, find(split + "-labels-idx1-ubyte"));

@@ -102,7 +102,7 @@ Result<Image> decode_image_file(const std::string& path, int channels) {
 }
 
 Result<std::shared_ptr<ImageFileDataset>> ImageFileDataset::open_folder(const std::string& root,
-                                                                       const ImageFileOptions& options) {
+                                                                        const ImageFileOptions& options) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return Status(StatusCode::kNotFound, str_cat(root, ": not a folder"));
   std::vector<fs::path> class_dirs;
@@ -129,13 +129,14 @@ Result<std::shared_ptr<ImageFileDataset>> ImageFileDataset::open_folder(const st
     }
   }
   if (paths.empty())
-    return invalid_argument(root, ": no images (.png, .jpg, .jpeg, .bmp) in its ", class_dirs.size(), " class subfolders");
+    return invalid_argument(root, ": no images (.png, .jpg, .jpeg, .bmp) in its ", class_dirs.size(),
+                            " class subfolders");
   return finish(root, std::move(paths), std::move(labels), std::move(class_names), options);
 }
 
 Result<std::shared_ptr<ImageFileDataset>> ImageFileDataset::open_list(const std::string& list_path,
-                                                                     const std::string& labels_path,
-                                                                     const ImageFileOptions& options) {
+                                                                      const std::string& labels_path,
+                                                                      const ImageFileOptions& options) {
   std::ifstream labels_in(labels_path);
   if (!labels_in) return Status(StatusCode::kNotFound, str_cat(labels_path, ": cannot open the labels file"));
   std::vector<std::string> class_names;
@@ -184,7 +185,8 @@ Result<std::shared_ptr<ImageFileDataset>> ImageFileDataset::finish(std::string s
                                                                    std::vector<std::string> class_names,
                                                                    const ImageFileOptions& options) {
   if (options.channels != 0 && options.channels != 1 && options.channels != 3)
-    return invalid_argument(source, ": channels ", options.channels, " (1 for grayscale, 3 for RGB, 0 for the first image's)");
+    return invalid_argument(source, ": channels ", options.channels,
+                            " (1 for grayscale, 3 for RGB, 0 for the first image's)");
   if (options.height < 0 || options.width < 0 || (options.height == 0) != (options.width == 0))
     return invalid_argument(source, ": resize to ", options.height, "x", options.width,
                             " (give both height and width, or neither)");

@@ -73,7 +73,8 @@ Result<LmdbStoreInfo> write_lmdb(const Dataset& dataset, const std::string& path
     return invalid_argument(path, ": pixels of type ", dtype_name(pixel_type), " (uint8 or float32)");
   std::error_code ec;
   if (fs::exists(fs::path(path) / "data.mdb", ec)) {
-    if (!options.overwrite) return invalid_argument(path, ": an LMDB store is already there (overwrite it, or choose another path)");
+    if (!options.overwrite)
+      return invalid_argument(path, ": an LMDB store is already there (overwrite it, or choose another path)");
     fs::remove(fs::path(path) / "data.mdb", ec);
     fs::remove(fs::path(path) / "lock.mdb", ec);
   }
@@ -113,8 +114,10 @@ Result<LmdbStoreInfo> write_lmdb(const Dataset& dataset, const std::string& path
         dbi_open = true;
       }
       rc = fill(txn);
-      if (rc == 0) rc = mdb_txn_commit(txn);
-      else mdb_txn_abort(txn);
+      if (rc == 0)
+        rc = mdb_txn_commit(txn);
+      else
+        mdb_txn_abort(txn);
       if (rc == 0) return Status::ok();
       if (rc != MDB_MAP_FULL) return lmdb_error(path, "write", rc);
       map_size *= 2;
@@ -133,9 +136,9 @@ Result<LmdbStoreInfo> write_lmdb(const Dataset& dataset, const std::string& path
       const int64_t index = begin + i;
       if (!s.is_ok()) return Status(s.status()).with_prefix(str_cat("writing ", path, ": sample ", index));
       if (s->image.shape != shape || s->image.dtype != pixel_type || !s->image.consistent())
-        return invalid_argument(path, ": sample ", index, " of ", dataset.describe(), " is ", s->image.shape.to_string(),
-                                " ", dtype_name(s->image.dtype), ", the dataset's images are ", shape.to_string(), " ",
-                                dtype_name(pixel_type));
+        return invalid_argument(path, ": sample ", index, " of ", dataset.describe(), " is ",
+                                s->image.shape.to_string(), " ", dtype_name(s->image.dtype),
+                                ", the dataset's images are ", shape.to_string(), " ", dtype_name(pixel_type));
       if (s->label < 0 || s->label >= dataset.num_classes())
         return invalid_argument(path, ": sample ", index, " of ", dataset.describe(), " has label ", s->label,
                                 ", out of range for ", dataset.num_classes(), " classes");
@@ -222,9 +225,12 @@ Result<std::shared_ptr<LmdbDataset>> LmdbDataset::open(const std::string& path) 
   KILN_RETURN_IF_ERROR(get_int("width", 1, 1 << 15, ds->shape_.width));
   KILN_RETURN_IF_ERROR(get_int("channels", 1, 4, ds->shape_.channels));
   std::string pixel = meta.value("pixel_type", "");
-  if (pixel == "uint8") ds->pixel_type_ = DataType::kUInt8;
-  else if (pixel == "float32") ds->pixel_type_ = DataType::kFloat32;
-  else return bad(str_cat("has pixel_type '", pixel, "' (uint8 or float32)"));
+  if (pixel == "uint8")
+    ds->pixel_type_ = DataType::kUInt8;
+  else if (pixel == "float32")
+    ds->pixel_type_ = DataType::kFloat32;
+  else
+    return bad(str_cat("has pixel_type '", pixel, "' (uint8 or float32)"));
   if (!meta.contains("class_names") || !meta["class_names"].is_array()) return bad("has no class_names list");
   for (const auto& name : meta["class_names"]) {
     if (!name.is_string()) return bad("has a class name that is not a string");
@@ -250,17 +256,20 @@ LmdbDataset::~LmdbDataset() {
 }
 
 Result<Sample> LmdbDataset::sample(int64_t index) const {
-  if (index < 0 || index >= count_) return invalid_argument(path_, ": sample ", index, " is out of range (", count_, " samples)");
+  if (index < 0 || index >= count_)
+    return invalid_argument(path_, ": sample ", index, " is out of range (", count_, " samples)");
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
   if (rc) return lmdb_error(path_, "begin", rc);
   std::unique_ptr<MDB_txn, void (*)(MDB_txn*)> guard(txn, mdb_txn_abort);
   std::string k = lmdb_key(index);
   MDB_val key = as_val(k), val{};
-  if ((rc = mdb_get(txn, dbi_, &key, &val))) return invalid_argument(path_, ": no record for sample ", index, " (key ", k, ")");
+  if ((rc = mdb_get(txn, dbi_, &key, &val)))
+    return invalid_argument(path_, ": no record for sample ", index, " (key ", k, ")");
   const auto* p = static_cast<const char*>(val.mv_data);
   auto corrupt = [&](std::string_view what) { return invalid_argument(path_, ": record ", k, " ", what); };
-  if (val.mv_size < kHeaderBytes) return corrupt(str_cat("is truncated (", val.mv_size, " bytes, the header alone is 32)"));
+  if (val.mv_size < kHeaderBytes)
+    return corrupt(str_cat("is truncated (", val.mv_size, " bytes, the header alone is 32)"));
   if (std::memcmp(p, kMagic, 4) != 0) return corrupt("has a bad magic (not a kiln sample record)");
   uint32_t h = 0, w = 0, c = 0;
   std::memcpy(&h, p + 4, 4);
@@ -274,8 +283,8 @@ Result<Sample> LmdbDataset::sample(int64_t index) const {
     return corrupt(str_cat("has pixel type code ", int{type}, ", the store holds ", dtype_name(pixel_type_)));
   const size_t n = static_cast<size_t>(shape_.numel());
   if (val.mv_size != kHeaderBytes + n * pixel_bytes(dtype))
-    return corrupt(str_cat("has ", val.mv_size, " bytes, a ", shape_.to_string(), " ", dtype_name(dtype), " record has ",
-                           kHeaderBytes + n * pixel_bytes(dtype)));
+    return corrupt(str_cat("has ", val.mv_size, " bytes, a ", shape_.to_string(), " ", dtype_name(dtype),
+                           " record has ", kHeaderBytes + n * pixel_bytes(dtype)));
   Sample s;
   std::memcpy(&s.label, p + 24, 8);
   if (s.label < 0 || s.label >= num_classes())
@@ -283,7 +292,8 @@ Result<Sample> LmdbDataset::sample(int64_t index) const {
   s.image.shape = shape_;
   s.image.dtype = dtype;
   if (dtype == DataType::kUInt8) {
-    s.image.u8.assign(reinterpret_cast<const uint8_t*>(p + kHeaderBytes), reinterpret_cast<const uint8_t*>(p + kHeaderBytes) + n);
+    s.image.u8.assign(reinterpret_cast<const uint8_t*>(p + kHeaderBytes),
+                      reinterpret_cast<const uint8_t*>(p + kHeaderBytes) + n);
   } else {
     s.image.f32.resize(n);
     std::memcpy(s.image.f32.data(), p + kHeaderBytes, n * 4);

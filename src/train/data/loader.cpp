@@ -15,8 +15,8 @@ namespace kiln::train {
 std::string LoaderState::serialize() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "kiln-loader 1 seed=%" PRIu64 " epoch=%" PRId64 " position=%" PRId64
-                " rng=%016" PRIx64 ",%016" PRIx64 ",%016" PRIx64 ",%016" PRIx64,
+                "kiln-loader 1 seed=%" PRIu64 " epoch=%" PRId64 " position=%" PRId64 " rng=%016" PRIx64 ",%016" PRIx64
+                ",%016" PRIx64 ",%016" PRIx64,
                 seed, epoch, position, rng[0], rng[1], rng[2], rng[3]);
   return buf;
 }

@@ -50,7 +50,7 @@ struct Batch {
   Tensor images;  ///< float32 [N, C, H, W]
   Tensor labels;  ///< int64 [N]
   int64_t epoch = 0;
-  int64_t position = 0;         ///< the position in the epoch of its first sample
+  int64_t position = 0;          ///< the position in the epoch of its first sample
   std::vector<int64_t> indices;  ///< the dataset index of each sample
   bool last_in_epoch = false;
 };
@@ -64,8 +64,9 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  /// The next batch (one thread calls next(), restore() and state()); epochs follow each other without a break (see Batch::epoch and last_in_epoch).
-  /// An error names the sample and its file; the loader then goes on with the batch after it.
+  /// The next batch (one thread calls next(), restore() and state()); epochs follow each other without a break (see
+  /// Batch::epoch and last_in_epoch). An error names the sample and its file; the loader then goes on with the batch
+  /// after it.
   Result<Batch> next();
   /// The state after the last batch next() returned (batches prefetched but not returned do not count).
   LoaderState state() const;

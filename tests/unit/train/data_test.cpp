@@ -30,8 +30,8 @@ class TempDir {
  public:
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            str_cat("kiln_data_", info->test_suite_name(), "_", info->name(), "_", ::getpid());
+    path_ =
+        fs::temp_directory_path() / str_cat("kiln_data_", info->test_suite_name(), "_", info->name(), "_", ::getpid());
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -148,7 +148,8 @@ TEST(IdxDataset, CorruptFilesAreErrorsThatNameTheFile) {
   write_idx_pair(dir / "images", dir / "labels", 10, 6, 6, 10, false);
   write_idx_pair(dir / "images.gz", dir / "labels.gz", 10, 6, 6, 10, true);
   const std::string good = read_bytes(dir / "images");
-  auto expect_error = [&](const std::string& images, const std::string& labels, const std::string& part) -> std::string {
+  auto expect_error = [&](const std::string& images, const std::string& labels,
+                          const std::string& part) -> std::string {
     auto ds = IdxDataset::open(images, labels);
     if (ds.is_ok()) {
       ADD_FAILURE() << images << ": expected an error with '" << part << "'";
@@ -302,7 +303,8 @@ TEST(ImageFileDataset, TextListWithLabelsFile) {
   write_bytes(dir / "bad2.txt", "pics/a.png one\n");
   bad = ImageFileDataset::open_list(dir / "bad2.txt", dir / "labels.txt");
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_TRUE(contains(bad.status().message(), "bad2.txt:1: the label 'one' is not an integer")) << bad.status().message();
+  EXPECT_TRUE(contains(bad.status().message(), "bad2.txt:1: the label 'one' is not an integer"))
+      << bad.status().message();
   write_bytes(dir / "bad3.txt", "pics/missing.png 0\n");
   bad = ImageFileDataset::open_list(dir / "bad3.txt", dir / "labels.txt");
   ASSERT_FALSE(bad.is_ok());

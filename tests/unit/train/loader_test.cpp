@@ -202,7 +202,7 @@ TEST(DataLoader, ResumeGivesTheSameBatchesAsAnUninterruptedRun) {
     ASSERT_TRUE(state.is_ok()) << state.status().to_string();
     EXPECT_EQ(state->serialize(), saved);
     LoaderOptions other = options;
-    other.threads = 0;  // a resumed run may use another thread count
+    other.threads = 0;   // a resumed run may use another thread count
     other.seed = 12345;  // the state's seed wins
     auto resumed = DataLoader::create(ds, random_rgb_list(), other);
     ASSERT_TRUE(resumed.is_ok());
