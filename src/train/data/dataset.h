@@ -118,7 +118,7 @@ struct ImageFileOptions {
   int64_t width = 0;
 };
 
-/// Images in files (PNG, JPEG, BMP, and the other formats stb_image reads), decoded on each sample().
+/// Images in files (PNG, JPEG, BMP: stb_image is built for these three only), decoded on each sample().
 class ImageFileDataset final : public Dataset {
  public:
   /// A folder with one subfolder per class (sorted names are the classes); the images in each subfolder

@@ -14,6 +14,9 @@
 #define STB_IMAGE_IMPLEMENTATION
 #define STB_IMAGE_STATIC
 #define STBI_NO_STDIO
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_BMP
 #define STBI_MAX_DIMENSIONS (1 << 15)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wall"
@@ -72,6 +75,49 @@ std::string trim(std::string s) {
   return s;
 }
 
+uint8_t byte_at(const uint8_t* data, size_t size, size_t i) { return i < size ? data[i] : 0; }
+
+// stb_image 2.27 (Debian 12's) writes past a Huffman table when a JPEG's DHT segment declares more than
+// 256 codes (fixed upstream in 2.28). This walks the markers the way stb does (segments by their length,
+// entropy-coded data byte by byte) and refuses such tables before stb sees them.
+Status check_jpeg_huffman_tables(const uint8_t* data, size_t size, const std::string& what) {
+  if (size < 2 || data[0] != 0xFF || data[1] != 0xD8) return Status::ok();
+  size_t i = 2;
+  while (i + 1 < size) {
+    if (data[i] != 0xFF) {
+      ++i;
+      continue;
+    }
+    const uint8_t marker = data[i + 1];
+    if (marker == 0xFF) {
+      ++i;
+      continue;
+    }
+    if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) {  // stuffed byte, TEM, RSTn, SOI
+      i += 2;
+      continue;
+    }
+    if (marker == 0xD9) break;  // EOI
+    const size_t length = (size_t{byte_at(data, size, i + 2)} << 8) | byte_at(data, size, i + 3);
+    if (marker == 0xC4) {
+      // As stb reads it: tables while the remaining length is positive, bytes past the end read as 0.
+      int64_t left = static_cast<int64_t>(length) - 2;
+      size_t p = i + 4;
+      while (left > 0 && p < size) {
+        size_t codes = 0;
+        for (size_t k = 0; k < 16; ++k) codes += byte_at(data, size, p + 1 + k);
+        if (codes > 256)
+          return invalid_argument(what, ": unreadable image (corrupt JPEG: a Huffman table with ", codes,
+                                  " codes, at most 256)");
+        p += 17 + codes;
+        left -= static_cast<int64_t>(17 + codes);
+      }
+    }
+    i += 2 + std::max<size_t>(length, 2);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<Image> decode_image_memory(const uint8_t* data, size_t size, const std::string& what, int channels) {
@@ -79,6 +125,7 @@ Result<Image> decode_image_memory(const uint8_t* data, size_t size, const std::s
     return invalid_argument(what, ": ", channels, " channels asked (1, 3, or 0 for the file's own)");
   if (size > static_cast<size_t>(std::numeric_limits<int>::max()))
     return invalid_argument(what, ": ", size, " bytes, too large for an image");
+  KILN_RETURN_IF_ERROR(check_jpeg_huffman_tables(data, size, what));
   int w = 0, h = 0, file_channels = 0;
   const int len = static_cast<int>(size);
   if (!stbi_info_from_memory(data, len, &w, &h, &file_channels))

@@ -9,6 +9,7 @@
 
 #include "train/data/dataset.h"
 #include "train/data/lmdb_store.h"
+#include "train/data/loader.h"
 #include "train/data/rng.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -272,6 +273,20 @@ TEST(ImageFileDataset, UnreadableImagesAndBadFoldersAreErrors) {
     EXPECT_TRUE(contains(s.status().message(), str_cat(i, ".png"))) << s.status().message();
     EXPECT_TRUE(contains(s.status().message(), "unreadable image")) << s.status().message();
   }
+  // A JPEG whose Huffman table declares too many codes (stb_image 2.27 would write past its table).
+  ASSERT_TRUE(stbi_write_jpg((dir / "f/a/3.jpg").c_str(), 4, 4, 3, px.data(), 90));
+  std::string jpg = read_bytes(dir / "f/a/3.jpg");
+  auto good_jpg = decode_image_memory(reinterpret_cast<const uint8_t*>(jpg.data()), jpg.size(), "good.jpg");
+  ASSERT_TRUE(good_jpg.is_ok()) << good_jpg.status().to_string();
+  EXPECT_EQ(good_jpg->shape, (ImageShape{4, 4, 3}));
+  size_t dht = jpg.find("\xFF\xC4");
+  ASSERT_NE(dht, std::string::npos);
+  for (size_t k = 0; k < 16; ++k) jpg[dht + 5 + k] = '\x40';
+  write_bytes(dir / "f/a/3.jpg", jpg);
+  auto bad_jpg = (*ImageFileDataset::open_folder(dir / "f"))->sample(3);
+  ASSERT_FALSE(bad_jpg.is_ok());
+  EXPECT_TRUE(contains(bad_jpg.status().message(), "3.jpg: unreadable image (corrupt JPEG: a Huffman table"))
+      << bad_jpg.status().message();
   EXPECT_EQ(ImageFileDataset::open_folder(dir / "missing").status().code(), StatusCode::kNotFound);
   fs::create_directories(dir.path() / "empty" / "a");
   EXPECT_TRUE(contains(ImageFileDataset::open_folder(dir / "empty").status().message(), "no images"));
@@ -400,6 +415,30 @@ TEST(LmdbStore, FloatPixelsAndIdxSource) {
   ASSERT_TRUE(back.is_ok());
   EXPECT_EQ((*back)->sample(19)->image.u8, (*idx)->sample(19)->image.u8);
   EXPECT_TRUE(contains((*back)->describe(), "20 images 4x4x1"));
+}
+
+TEST(LmdbStore, LoaderThreadsReadOneStore) {
+  TempDir dir;
+  auto mem = InMemoryDataset::create(random_samples(90, {6, 6, 1}, 3, 21), {"a", "b", "c"});
+  ASSERT_TRUE(mem.is_ok());
+  ASSERT_TRUE(write_lmdb(**mem, dir / "s").is_ok());
+  auto store = LmdbDataset::open(dir / "s");
+  ASSERT_TRUE(store.is_ok());
+  std::vector<std::vector<float>> runs[2];
+  for (int threads : {0, 3}) {
+    LoaderOptions options;
+    options.batch_size = 8;
+    options.threads = threads;
+    auto loader = DataLoader::create(*store, {}, options);
+    ASSERT_TRUE(loader.is_ok());
+    for (int b = 0; b < 15; ++b) {
+      auto batch = (*loader)->next();
+      ASSERT_TRUE(batch.is_ok()) << batch.status().to_string();
+      const float* p = batch->images.data<float>();
+      runs[threads ? 1 : 0].emplace_back(p, p + batch->images.numel());
+    }
+  }
+  EXPECT_EQ(runs[0], runs[1]);
 }
 
 TEST(LmdbStore, ErrorsNameThePath) {
