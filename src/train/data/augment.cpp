@@ -1,5 +1,7 @@
 #include "train/data/augment.h"
 
+#include "train/data/params.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -11,83 +13,6 @@
 namespace kiln::train {
 
 namespace {
-
-// Reads typed values from a key/value map, remembers which keys it read, and names the key in errors.
-class ParamReader {
- public:
-  ParamReader(std::string_view name, const AugmentParams& params) : name_(name), params_(params) {}
-
-  Status error(std::string_view key, std::string_view what) const {
-    return invalid_argument("augmentation '", name_, "': key '", key, "' ", what);
-  }
-  bool has(const std::string& key) {
-    used_.insert(key);
-    return params_.count(key) > 0;
-  }
-  Result<double> number(const std::string& key, std::optional<double> fallback, double lo, double hi) {
-    if (!has(key)) {
-      if (fallback) return *fallback;
-      return error(key, "is required");
-    }
-    const std::string& text = params_.at(key);
-    char* end = nullptr;
-    double v = std::strtod(text.c_str(), &end);
-    while (end && *end == ' ') ++end;
-    if (text.empty() || !end || *end != '\0' || !std::isfinite(v))
-      return error(key, str_cat("is '", text, "', not a number"));
-    if (v < lo || v > hi) return error(key, str_cat("is ", text, ", out of range [", lo, ", ", hi, "]"));
-    return v;
-  }
-  Result<int64_t> integer(const std::string& key, std::optional<int64_t> fallback, int64_t lo, int64_t hi) {
-    if (!has(key)) {
-      if (fallback) return *fallback;
-      return error(key, "is required");
-    }
-    const std::string& text = params_.at(key);
-    char* end = nullptr;
-    long long v = std::strtoll(text.c_str(), &end, 10);
-    while (end && *end == ' ') ++end;
-    if (text.empty() || !end || *end != '\0') return error(key, str_cat("is '", text, "', not an integer"));
-    if (v < lo || v > hi) return error(key, str_cat("is ", text, ", out of range [", lo, ", ", hi, "]"));
-    return static_cast<int64_t>(v);
-  }
-  /// "[0.5, 0.5]", "0.5,0.5", "0.5 0.5" or "0.5".
-  Result<std::vector<float>> numbers(const std::string& key) {
-    if (!has(key)) return error(key, "is required");
-    std::string text = params_.at(key);
-    for (char& c : text)
-      if (c == '[' || c == ']' || c == ',') c = ' ';
-    std::istringstream in(text);
-    std::vector<float> out;
-    for (std::string tok; in >> tok;) {
-      char* end = nullptr;
-      double v = std::strtod(tok.c_str(), &end);
-      if (!end || *end != '\0' || !std::isfinite(v)) return error(key, str_cat("has '", tok, "', not a number"));
-      out.push_back(static_cast<float>(v));
-    }
-    if (out.empty()) return error(key, "is an empty list");
-    return out;
-  }
-  Result<std::string> text(const std::string& key, const std::string& fallback) {
-    return has(key) ? params_.at(key) : fallback;
-  }
-  /// Fails on a key that was never read.
-  Status finish() const {
-    for (const auto& [key, value] : params_) {
-      if (!used_.count(key)) {
-        std::string known;
-        for (const auto& k : used_) known += (known.empty() ? "" : ", ") + k;
-        return invalid_argument("augmentation '", name_, "': unknown key '", key, "' (keys: ", known, ")");
-      }
-    }
-    return Status::ok();
-  }
-
- private:
-  std::string name_;
-  const AugmentParams& params_;
-  std::set<std::string> used_;
-};
 
 Status need_float(const Image& image, std::string_view name) {
   if (image.dtype != DataType::kFloat32 || !image.consistent())
@@ -415,7 +340,7 @@ std::string_view augmentation_primary_key(std::string_view name) {
 
 Result<std::shared_ptr<const Augmentation>> make_augmentation(std::string_view name, const AugmentParams& params,
                                                               const AugmentContext& context) {
-  ParamReader r(name, params);
+  ParamReader r(str_cat("augmentation '", name, "'"), params);
   std::shared_ptr<const Augmentation> out;
   if (name == "random_crop") {
     KILN_ASSIGN_OR_RETURN(CropSize size, read_crop_size(r));

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "train/data/dataset.h"
+#include "train/data/dataset_config.h"
 #include "train/data/lmdb_store.h"
 #include "train/data/loader.h"
 #include "train/data/rng.h"
@@ -460,6 +461,40 @@ TEST(LmdbStore, ErrorsNameThePath) {
   auto bad = write_lmdb(**mem, dir / "mixed");
   ASSERT_FALSE(bad.is_ok());
   EXPECT_TRUE(contains(bad.status().message(), "vary in size")) << bad.status().message();
+}
+
+TEST(OpenDataset, FromConfigKeys) {
+  TempDir dir;
+  write_idx_pair(dir / "train-images-idx3-ubyte.gz", dir / "train-labels-idx1-ubyte.gz", 12, 4, 4, 10, true);
+  auto idx = open_dataset({{"type", "idx"}, {"dir", dir.path().string()}, {"classes", "fashion-mnist"}});
+  ASSERT_TRUE(idx.is_ok()) << idx.status().to_string();
+  EXPECT_EQ((*idx)->size(), 12);
+  EXPECT_EQ((*idx)->class_names()[0], "T-shirt/top");
+  auto named = open_dataset({{"type", "idx"},
+                             {"images", dir / "train-images-idx3-ubyte.gz"},
+                             {"labels", dir / "train-labels-idx1-ubyte.gz"},
+                             {"classes", "[a, b, c, d, e, f, g, h, i, 'j']"}});
+  ASSERT_TRUE(named.is_ok()) << named.status().to_string();
+  EXPECT_EQ((*named)->class_names()[9], "j");
+  ASSERT_TRUE(write_lmdb(**idx, dir / "store").is_ok());
+  auto lmdb = open_dataset({{"type", "lmdb"}, {"path", dir / "store"}});
+  ASSERT_TRUE(lmdb.is_ok()) << lmdb.status().to_string();
+  EXPECT_NE((*lmdb)->mean_image(), nullptr);
+  fs::create_directories(dir.path() / "f" / "c");
+  auto px = pattern(4, 4, 3, 0);
+  ASSERT_TRUE(stbi_write_png((dir / "f/c/0.png").c_str(), 4, 4, 3, px.data(), 12));
+  auto folder = open_dataset({{"type", "folder"}, {"path", dir / "f"}, {"height", "8"}, {"width", "8"}});
+  ASSERT_TRUE(folder.is_ok()) << folder.status().to_string();
+  EXPECT_EQ((*folder)->image_shape(), (ImageShape{8, 8, 3}));
+  auto error = [](const DatasetParams& p) { return open_dataset(p).status().message(); };
+  EXPECT_TRUE(contains(error({}), "key 'type' is required"));
+  EXPECT_TRUE(contains(error({{"type", "csv"}}), "key 'type' is 'csv'"));
+  EXPECT_TRUE(contains(error({{"type", "idx"}}), "dataset (type idx): key 'dir' or images and labels are required"));
+  EXPECT_TRUE(contains(error({{"type", "lmdb"}, {"path", "x"}, {"shuffle", "1"}}), "unknown key 'shuffle'"));
+  EXPECT_TRUE(contains(error({{"type", "folder"}, {"path", dir / "f"}, {"height", "8"}}), "key 'width' is missing"));
+  EXPECT_TRUE(contains(error({{"type", "folder"}, {"path", dir / "f"}, {"channels", "rgb"}}),
+                       "key 'channels' is 'rgb', not an integer"));
+  EXPECT_TRUE(contains(error({{"type", "lmdb"}, {"path", dir / "none"}}), "no LMDB store"));
 }
 
 }  // namespace
