@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <optional>
 #include <sstream>
 
@@ -15,9 +16,9 @@ namespace kiln::train {
 std::string LoaderState::serialize() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "kiln-loader 1 seed=%" PRIu64 " epoch=%" PRId64 " position=%" PRId64 " rng=%016" PRIx64 ",%016" PRIx64
-                ",%016" PRIx64 ",%016" PRIx64,
-                seed, epoch, position, rng[0], rng[1], rng[2], rng[3]);
+                "kiln-loader 1 seed=%" PRIu64 " size=%" PRId64 " epoch=%" PRId64 " position=%" PRId64 " rng=%016" PRIx64
+                ",%016" PRIx64 ",%016" PRIx64 ",%016" PRIx64,
+                seed, dataset_size, epoch, position, rng[0], rng[1], rng[2], rng[3]);
   return buf;
 }
 
@@ -31,7 +32,7 @@ Result<LoaderState> LoaderState::parse(std::string_view text) {
   if (magic != "kiln-loader") return bad("not a loader state");
   if (version != "1") return bad(str_cat("version ", version, ", this kiln reads version 1"));
   LoaderState s;
-  bool seen[4] = {false, false, false, false};
+  bool seen[5] = {false, false, false, false, false};
   for (std::string tok; in >> tok;) {
     size_t eq = tok.find('=');
     if (eq == std::string::npos) return bad(str_cat("'", tok, "' is not key=value"));
@@ -41,11 +42,12 @@ Result<LoaderState> LoaderState::parse(std::string_view text) {
     if (key == "seed") {
       s.seed = std::strtoull(value.c_str(), &end, 10);
       seen[0] = true;
-    } else if (key == "epoch" || key == "position") {
+    } else if (key == "epoch" || key == "position" || key == "size") {
       long long v = std::strtoll(value.c_str(), &end, 10);
       if (v < 0) return bad(str_cat(key, " is negative"));
-      (key == "epoch" ? s.epoch : s.position) = v;
-      seen[key == "epoch" ? 1 : 2] = true;
+      const int which = key == "epoch" ? 1 : key == "position" ? 2 : 4;
+      (which == 1 ? s.epoch : which == 2 ? s.position : s.dataset_size) = v;
+      seen[which] = true;
     } else if (key == "rng") {
       const char* p = value.c_str();
       for (int i = 0; i < 4; ++i) {
@@ -60,7 +62,7 @@ Result<LoaderState> LoaderState::parse(std::string_view text) {
     if (value.empty() || !end || *end != '\0' || errno == ERANGE) return bad(str_cat("bad value for ", key));
   }
   for (bool b : seen)
-    if (!b) return bad("a key is missing (seed, epoch, position, rng)");
+    if (!b) return bad("a key is missing (seed, size, epoch, position, rng)");
   return s;
 }
 
@@ -91,6 +93,7 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, AugmentList augme
     : dataset_(std::move(dataset)), augment_(std::move(augment)), options_(options), out_shape_(out_shape) {
   LoaderState initial;
   initial.seed = options.seed;
+  initial.dataset_size = dataset_->size();
   initial.rng = Rng(options.seed).state();
   reset_plan(initial);
 }
@@ -190,6 +193,15 @@ Result<Batch> DataLoader::build(const Job& job) const {
   return batch;
 }
 
+Result<Batch> DataLoader::build_guarded(const Job& job) const {
+  try {
+    return build(job);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, str_cat("data loader over ", dataset_->describe(),
+                                                    ": out of memory building a batch of ", job.count, " samples"));
+  }
+}
+
 void DataLoader::start_workers() {
   for (int t = 0; t < options_.threads; ++t) workers_.emplace_back([this] { worker_loop(); });
 }
@@ -215,7 +227,7 @@ void DataLoader::worker_loop() {
       if (stop_) return;
       job = plan_next();
     }
-    Result<Batch> result = build(job);
+    Result<Batch> result = build_guarded(job);
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_.emplace(job.seq, std::make_pair(job, std::move(result)));
@@ -231,7 +243,7 @@ Result<Batch> DataLoader::next() {
   if (workers_.empty()) {
     job = plan_next();
     lock.unlock();
-    result.emplace(build(job));
+    result.emplace(build_guarded(job));
     lock.lock();
   } else {
     done_cv_.wait(lock, [&] { return done_.count(delivered_) > 0; });
@@ -257,6 +269,9 @@ LoaderState DataLoader::state() const {
 }
 
 Status DataLoader::restore(const LoaderState& state) {
+  if (state.dataset_size != dataset_->size())
+    return invalid_argument("data loader over ", dataset_->describe(), ": the state to restore is from a dataset of ",
+                            state.dataset_size, " samples (is it the same dataset?)");
   if (state.epoch < 0 || state.position < 0 || state.position > dataset_->size())
     return invalid_argument("data loader over ", dataset_->describe(), ": cannot restore epoch ", state.epoch,
                             " position ", state.position, " (the dataset has ", dataset_->size(),

@@ -35,13 +35,15 @@ struct LoaderOptions {
 /// Where a loader stands: enough to continue exactly where it was.
 struct LoaderState {
   uint64_t seed = 0;
+  /// The dataset's size, checked on restore.
+  int64_t dataset_size = 0;
   int64_t epoch = 0;
   /// Samples of `epoch` already handed out.
   int64_t position = 0;
   /// The shuffle generator as it was at the start of `epoch` (before that epoch's shuffle).
   Rng::State rng{};
   bool operator==(const LoaderState&) const = default;
-  /// One line of text: "kiln-loader 1 seed=.. epoch=.. position=.. rng=a,b,c,d".
+  /// One line of text: "kiln-loader 1 seed=.. size=.. epoch=.. position=.. rng=a,b,c,d" (rng in hexadecimal).
   std::string serialize() const;
   static Result<LoaderState> parse(std::string_view text);
 };
@@ -96,6 +98,7 @@ class DataLoader {
   Job plan_next();  // with mu_ held
   std::shared_ptr<const std::vector<int64_t>> make_order(Rng& rng) const;
   Result<Batch> build(const Job& job) const;
+  Result<Batch> build_guarded(const Job& job) const;  // build(), with std::bad_alloc as an error
   void start_workers();
   void stop_workers();
   void worker_loop();

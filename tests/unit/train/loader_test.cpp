@@ -251,14 +251,20 @@ TEST(DataLoader, BadOptionsAndStatesAreErrors) {
   EXPECT_TRUE(contains(DataLoader::create(ds, crop, options).status().message(), "smaller than the crop"));
   auto loader = DataLoader::create(ds, {}, options);
   ASSERT_TRUE(loader.is_ok());
-  LoaderState s;
+  LoaderState s = (*loader)->state();
+  EXPECT_EQ(s.dataset_size, 6);
   s.position = 7;
   EXPECT_FALSE((*loader)->restore(s).is_ok());
+  s.position = 0;
+  s.dataset_size = 60000;
+  EXPECT_TRUE(contains((*loader)->restore(s).message(), "from a dataset of 60000 samples"));
   EXPECT_FALSE(LoaderState::parse("kiln-loader 2 seed=1").is_ok());
-  EXPECT_FALSE(LoaderState::parse("kiln-loader 1 seed=1 epoch=0 position=0").is_ok());
-  EXPECT_FALSE(LoaderState::parse("kiln-loader 1 seed=1 epoch=0 position=0 rng=1,2,3").is_ok());
-  EXPECT_TRUE(LoaderState::parse("kiln-loader 1 seed=1 epoch=0 position=0 rng=1,2,3,4").is_ok());
-  EXPECT_FALSE(LoaderState::parse("kiln-loader 1 seed=x epoch=0 position=0 rng=1,2,3,4").is_ok());
+  EXPECT_FALSE(LoaderState::parse("kiln-loader 1 seed=1 size=6 epoch=0 position=0").is_ok());
+  EXPECT_FALSE(LoaderState::parse("kiln-loader 1 seed=1 size=6 epoch=0 position=0 rng=1,2,3").is_ok());
+  EXPECT_TRUE(LoaderState::parse("kiln-loader 1 seed=1 size=6 epoch=0 position=0 rng=1,2,3,4").is_ok());
+  EXPECT_FALSE(LoaderState::parse("kiln-loader 1 seed=1 epoch=0 position=0 rng=1,2,3,4").is_ok());
+  EXPECT_FALSE(LoaderState::parse("kiln-loader 1 seed=x size=6 epoch=0 position=0 rng=1,2,3,4").is_ok());
+  EXPECT_FALSE(LoaderState::parse("kiln-loader 1 seed=1 size=6 epoch=-1 position=0 rng=1,2,3,4").is_ok());
 }
 
 TEST(DataLoader, SampleErrorsNameTheSample) {
