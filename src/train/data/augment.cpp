@@ -40,20 +40,23 @@ Result<CropSize> read_crop_size(ParamReader& r) {
 // Copies a height x width window whose top-left corner is at (top, left) of the image (may lie outside:
 // those pixels read `fill`).
 Image window(const Image& in, int64_t top, int64_t left, int64_t height, int64_t width, float fill) {
-  const int64_t c = in.shape.channels;
+  const int64_t c = in.shape.channels, in_w = in.shape.width;
   Image out = Image::zeros_f32({height, width, c});
+  // The columns that fall inside the image: [x0, x1) of the output.
+  const int64_t x0 = std::clamp<int64_t>(-left, 0, width), x1 = std::clamp<int64_t>(in_w - left, x0, width);
   for (int64_t y = 0; y < height; ++y) {
     const int64_t sy = y + top;
-    for (int64_t x = 0; x < width; ++x) {
-      const int64_t sx = x + left;
-      float* dst = out.f32.data() + (y * width + x) * c;
-      if (sy < 0 || sy >= in.shape.height || sx < 0 || sx >= in.shape.width) {
-        std::fill(dst, dst + c, fill);
-      } else {
-        const float* src = in.f32.data() + (sy * in.shape.width + sx) * c;
-        std::copy(src, src + c, dst);
-      }
+    float* row = out.f32.data() + y * width * c;
+    if (sy < 0 || sy >= in.shape.height) {
+      std::fill(row, row + width * c, fill);
+      continue;
     }
+    std::fill(row, row + x0 * c, fill);
+    if (x1 > x0) {
+      const float* src = in.f32.data() + (sy * in_w + left + x0) * c;
+      std::copy(src, src + (x1 - x0) * c, row + x0 * c);
+    }
+    std::fill(row + x1 * c, row + width * c, fill);
   }
   return out;
 }

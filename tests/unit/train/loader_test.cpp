@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "train/data/augment.h"
 #include "train/data/loader.h"
@@ -355,16 +356,34 @@ TEST(Augment, DeterministicTransforms) {
   img = ramp({4, 4, 1});
   ASSERT_TRUE((*make_augmentation("center_crop", {{"size", "2"}}))->apply(img, rng).is_ok());
   EXPECT_EQ(img.f32, (std::vector<float>{5, 6, 9, 10}));
-  // Random crop: a window of the zero-padded image.
-  for (int trial = 0; trial < 20; ++trial) {
-    img = ramp({4, 4, 1});
-    ASSERT_TRUE((*make_augmentation("random_crop", {{"size", "4"}, {"padding", "1"}}))->apply(img, rng).is_ok());
-    ASSERT_EQ(img.shape, (ImageShape{4, 4, 1}));
-    // Find the offset: the ramp's values tell where each pixel came from.
-    int shifted = 0;
-    for (float v : img.f32) shifted += v == 0;
-    EXPECT_GE(shifted, 1);  // the zero pixel or padding is always in a 4x4 window of the 6x6 padded image
+  // Random crop: a window of the padded image (fill -1), at offsets that cover every possibility.
+  std::set<std::pair<int64_t, int64_t>> offsets;
+  auto crop = *make_augmentation("random_crop", {{"height", "3"}, {"width", "4"}, {"padding", "1"}, {"fill", "-1"}});
+  for (int trial = 0; trial < 200; ++trial) {
+    img = ramp({4, 5, 2});
+    ASSERT_TRUE(crop->apply(img, rng).is_ok());
+    ASSERT_EQ(img.shape, (ImageShape{3, 4, 2}));
+    bool matched = false;
+    for (int64_t top = -1; top <= 2 && !matched; ++top) {
+      for (int64_t left = -1; left <= 2 && !matched; ++left) {
+        bool same = true;
+        for (int64_t y = 0; y < 3; ++y)
+          for (int64_t x = 0; x < 4; ++x)
+            for (int64_t k = 0; k < 2; ++k) {
+              const int64_t sy = y + top, sx = x + left;
+              const float want =
+                  (sy < 0 || sy >= 4 || sx < 0 || sx >= 5) ? -1.0f : static_cast<float>((sy * 5 + sx) * 2 + k);
+              same = same && img.f32[static_cast<size_t>((y * 4 + x) * 2 + k)] == want;
+            }
+        if (same) {
+          matched = true;
+          offsets.insert({top, left});
+        }
+      }
+    }
+    ASSERT_TRUE(matched) << "trial " << trial;
   }
+  EXPECT_EQ(offsets.size(), 16u);  // top in [-1, 2], left in [-1, 2]
   // Rotation by at most 0 degrees is the identity; a small one keeps the centre.
   img = ramp({5, 5, 1});
   ASSERT_TRUE((*make_augmentation("rotate", {{"degrees", "0"}}))->apply(img, rng).is_ok());
