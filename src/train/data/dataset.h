@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/status.h"
@@ -62,6 +63,32 @@ class InMemoryDataset final : public Dataset {
   ImageShape shape_;
   DataType pixel_type_ = DataType::kUInt8;
 };
+
+/// Some samples of another dataset, by index (a validation split, a smaller run).
+class SubsetDataset final : public Dataset {
+ public:
+  /// Every index must be in [0, base->size()).
+  static Result<std::shared_ptr<SubsetDataset>> create(std::shared_ptr<const Dataset> base,
+                                                       std::vector<int64_t> indices);
+  int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
+  Result<Sample> sample(int64_t index) const override;
+  const std::vector<std::string>& class_names() const override { return base_->class_names(); }
+  ImageShape image_shape() const override { return base_->image_shape(); }
+  DataType pixel_type() const override { return base_->pixel_type(); }
+  const Image* mean_image() const override { return base_->mean_image(); }
+  std::string describe() const override;
+  const std::vector<int64_t>& indices() const { return indices_; }
+
+ private:
+  std::shared_ptr<const Dataset> base_;
+  std::vector<int64_t> indices_;
+};
+
+/// Splits `base` at random (seeded) into two subsets: about `fraction` of the samples (rounded, at least one
+/// when base has two or more) go to the second, the rest to the first, each kept in index order. The same seed
+/// gives the same split.
+Result<std::pair<std::shared_ptr<SubsetDataset>, std::shared_ptr<SubsetDataset>>> split_dataset(
+    std::shared_ptr<const Dataset> base, double fraction, uint64_t seed);
 
 /// IDX files (http://yann.lecun.com/exdb/mnist/ format), gzipped or not: images of type ubyte with 3 dims
 /// (N, H, W: one channel) or 4 dims (N, H, W, C), labels of type ubyte or int32 with 1 dim.

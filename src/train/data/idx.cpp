@@ -1,14 +1,16 @@
-// IDX files (MNIST's format), gzipped or not, and the in-memory dataset.
+// IDX files (MNIST's format), gzipped or not, and the in-memory and subset datasets.
 #include <zlib.h>
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 
 #include "train/data/dataset.h"
+#include "train/data/rng.h"
 
 namespace kiln::train {
 
@@ -66,6 +68,50 @@ Result<Sample> InMemoryDataset::sample(int64_t index) const {
 
 std::string InMemoryDataset::describe() const {
   return str_cat("in-memory (", size(), " images ", shape_.to_string(), ", ", class_names_.size(), " classes)");
+}
+
+// ---- SubsetDataset ----
+
+Result<std::shared_ptr<SubsetDataset>> SubsetDataset::create(std::shared_ptr<const Dataset> base,
+                                                             std::vector<int64_t> indices) {
+  if (!base) return invalid_argument("subset: no dataset");
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0 || indices[i] >= base->size())
+      return invalid_argument("subset of ", base->describe(), ": index ", indices[i], " (entry ", i,
+                              ") is out of range");
+  }
+  auto ds = std::shared_ptr<SubsetDataset>(new SubsetDataset());
+  ds->base_ = std::move(base);
+  ds->indices_ = std::move(indices);
+  return ds;
+}
+
+Result<Sample> SubsetDataset::sample(int64_t index) const {
+  if (index < 0 || index >= size())
+    return invalid_argument("sample ", index, " is out of range (", size(), " samples)");
+  return base_->sample(indices_[static_cast<size_t>(index)]);
+}
+
+std::string SubsetDataset::describe() const { return str_cat(size(), " samples of ", base_->describe()); }
+
+Result<std::pair<std::shared_ptr<SubsetDataset>, std::shared_ptr<SubsetDataset>>> split_dataset(
+    std::shared_ptr<const Dataset> base, double fraction, uint64_t seed) {
+  if (!base) return invalid_argument("split: no dataset");
+  if (!(fraction >= 0 && fraction <= 1))
+    return invalid_argument("split of ", base->describe(), ": fraction ", fraction, " (0 to 1)");
+  const int64_t n = base->size();
+  auto second = static_cast<int64_t>(std::llround(fraction * static_cast<double>(n)));
+  if (fraction > 0 && n >= 2) second = std::clamp<int64_t>(second, 1, n - 1);
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  Rng rng(seed);
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  std::vector<int64_t> b(order.begin(), order.begin() + second), a(order.begin() + second, order.end());
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  KILN_ASSIGN_OR_RETURN(auto first_set, SubsetDataset::create(base, std::move(a)));
+  KILN_ASSIGN_OR_RETURN(auto second_set, SubsetDataset::create(base, std::move(b)));
+  return std::make_pair(std::move(first_set), std::move(second_set));
 }
 
 // ---- IDX reading ----

@@ -497,5 +497,24 @@ TEST(OpenDataset, FromConfigKeys) {
   EXPECT_TRUE(contains(error({{"type", "lmdb"}, {"path", dir / "none"}}), "no LMDB store"));
 }
 
+TEST(SubsetDataset, SeededSplit) {
+  auto mem = InMemoryDataset::create(random_samples(50, {2, 2, 1}, 5, 3), {"a", "b", "c", "d", "e"});
+  ASSERT_TRUE(mem.is_ok());
+  auto split = split_dataset(*mem, 0.2, 9);
+  ASSERT_TRUE(split.is_ok()) << split.status().to_string();
+  auto [train, val] = *split;
+  EXPECT_EQ(train->size(), 40);
+  EXPECT_EQ(val->size(), 10);
+  std::set<int64_t> all(train->indices().begin(), train->indices().end());
+  all.insert(val->indices().begin(), val->indices().end());
+  EXPECT_EQ(all.size(), 50u);
+  EXPECT_EQ(val->sample(3)->image.u8, (*mem)->sample(val->indices()[3])->image.u8);
+  EXPECT_EQ((*split_dataset(*mem, 0.2, 9)).second->indices(), val->indices());
+  EXPECT_NE((*split_dataset(*mem, 0.2, 10)).second->indices(), val->indices());
+  EXPECT_TRUE(contains(val->describe(), "10 samples of in-memory"));
+  EXPECT_FALSE(split_dataset(*mem, 1.5, 0).is_ok());
+  EXPECT_FALSE(SubsetDataset::create(*mem, {50}).is_ok());
+}
+
 }  // namespace
 }  // namespace kiln::train
