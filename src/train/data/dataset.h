@@ -88,7 +88,7 @@ class SubsetDataset final : public Dataset {
 /// when base has two or more) go to the second, the rest to the first, each kept in index order. The same seed
 /// gives the same split.
 Result<std::pair<std::shared_ptr<SubsetDataset>, std::shared_ptr<SubsetDataset>>> split_dataset(
-    std::shared_ptr<const Dataset> base, double fraction, uint64_t seed);
+    const std::shared_ptr<const Dataset>& base, double fraction, uint64_t seed);
 
 /// IDX files (http://yann.lecun.com/exdb/mnist/ format), gzipped or not: images of type ubyte with 3 dims
 /// (N, H, W: one channel) or 4 dims (N, H, W, C), labels of type ubyte or int32 with 1 dim.

@@ -95,7 +95,7 @@ Result<Sample> SubsetDataset::sample(int64_t index) const {
 std::string SubsetDataset::describe() const { return str_cat(size(), " samples of ", base_->describe()); }
 
 Result<std::pair<std::shared_ptr<SubsetDataset>, std::shared_ptr<SubsetDataset>>> split_dataset(
-    std::shared_ptr<const Dataset> base, double fraction, uint64_t seed) {
+    const std::shared_ptr<const Dataset>& base, double fraction, uint64_t seed) {
   if (!base) return invalid_argument("split: no dataset");
   if (!(fraction >= 0 && fraction <= 1))
     return invalid_argument("split of ", base->describe(), ": fraction ", fraction, " (0 to 1)");
