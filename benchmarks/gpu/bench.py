@@ -2,7 +2,7 @@
 
 usage (on the GPU machine, from the repo root, after building kiln): python3 benchmarks/gpu/bench.py OUT_DIR
   [--kiln build-gpu/bin/kiln] [--cases resnet50:1,resnet50:128,bert:1,bert:64] [--iters 100] [--no-compile]
-  [--compile-timeout 240]
+  [--compile-timeout 240] [--kiln-flags "--disable-pass layout-nhwc"]
 
 Per case it builds the model with random weights (ResNet-50 from torchvision; BERT-base from transformers,
 sequence 128), exports it to ONNX (opset 17, fixed shapes), and measures with CUDA events after a warm-up, the
@@ -147,7 +147,7 @@ def kiln_run(args, folder, extra, log):
     for f in sorted(os.listdir(os.path.join(folder, "inputs"))):
         load += ["--loadInputs", f"{f[:-3]}:{os.path.join(folder, 'inputs', f)}"]
     cmd = [args.kiln, "exec", "--onnx", os.path.join(folder, "model.onnx"), "--device", "cuda", "--fp16",
-           "--timingCacheFile", os.path.join(folder, "timing.cache")] + load + extra
+           "--timingCacheFile", os.path.join(folder, "timing.cache")] + load + args.kiln_flags.split() + extra
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     with open(log, "w") as f:
@@ -200,6 +200,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?")
     ap.add_argument("--kiln", default="build-gpu/bin/kiln")
+    ap.add_argument("--kiln-flags", default="", help="more `kiln exec` flags, e.g. '--disable-pass layout-nhwc'")
     ap.add_argument("--cases", default="resnet50:1,resnet50:128,bert:1,bert:64")
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--no-compile", action="store_true")

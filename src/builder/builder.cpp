@@ -138,6 +138,7 @@ Result<std::string> build_engine(const Graph& input_graph, const BuildOptions& o
   if (options.backend == Backend::kCuda) {
     pass_options.layout.channels_last = true;
     pass_options.layout.reduced_precision_only = true;
+    pass_options.layout.min_batch = 8;
   }
   KILN_RETURN_IF_ERROR(run_passes(*optimized, pass_options, &rep.optimizer));
   const Graph& graph = *optimized;

@@ -43,7 +43,8 @@ Result<GradValue> GradBuilder::sum_to(GradValue g, const Dims& dims) {
   const Dims have = desc(g).dims;
   if (have == dims) return g;
   const int rank = have.rank(), lead = have.rank() - dims.rank();
-  if (lead < 0) return invalid_argument("sum_to: gradient of shape ", have.to_string(), " cannot sum to ", dims.to_string());
+  if (lead < 0)
+    return invalid_argument("sum_to: gradient of shape ", have.to_string(), " cannot sum to ", dims.to_string());
   auto attrs = std::make_unique<ReduceAttrs>();
   attrs->op = ReduceOp::kSum;
   attrs->keep_dims = true;

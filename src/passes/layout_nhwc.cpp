@@ -177,6 +177,12 @@ Status layout_nhwc(PassContext& ctx) {
                           "; only float16 and bfloat16 layers go NHWC here (tensor-core kernels)"));
       continue;
     }
+    const int64_t batch = n->inputs[0]->dims.rank() > 0 ? n->inputs[0]->dims[0] : 1;
+    if (batch >= 0 && batch < ctx.layout().min_batch) {
+      ctx.refused(str_cat("'", name, "' (", op, ") channels-last: batch ", batch, " is below ", ctx.layout().min_batch,
+                          ", where NCHW kernels are faster"));
+      continue;
+    }
     if (Status st = rewrite.convert(n, std::move(attrs)); !st.is_ok()) {
       ctx.refused(str_cat("'", name, "' (", op, ") channels-last: ", st.message()));
       continue;

@@ -46,7 +46,7 @@ class NodeGradBuilder final : public GradBuilder {
       }
       auto attrs = std::make_unique<ElementWiseAttrs>(elementwise_attrs(ElementWiseOp::kSum));
       KILN_ASSIGN_OR_RETURN(Node * sum, graph->add_node("ElementWise", fresh_name(v->name + "/grad/accumulate"),
-                                                         std::move(attrs), {it->second, g}));
+                                                        std::move(attrs), {it->second, g}));
       ++added;
       it->second = sum->outputs[0];
       return {};
@@ -131,7 +131,8 @@ Result<Value*> constant_to_input(Graph& g, Value* v, std::map<std::string, Tenso
 
 }  // namespace
 
-Result<TrainingGraph> build_training_graph(const Graph& model, const std::string& loss, const AutogradOptions& options) {
+Result<TrainingGraph> build_training_graph(const Graph& model, const std::string& loss,
+                                           const AutogradOptions& options) {
   TrainingGraph out;
   out.graph = model.clone();
   Graph& g = *out.graph;
@@ -165,7 +166,8 @@ Result<TrainingGraph> build_training_graph(const Graph& model, const std::string
   NodeGradBuilder::Shared shared{.graph = &g, .training = options.training};
   for (Value* v : candidates) shared.requires_grad.insert(v);
   for (Node* n : order) {
-    bool any = std::any_of(n->inputs.begin(), n->inputs.end(), [&](Value* v) { return v && shared.requires_grad.count(v); });
+    bool any =
+        std::any_of(n->inputs.begin(), n->inputs.end(), [&](Value* v) { return v && shared.requires_grad.count(v); });
     if (!any) continue;
     for (Value* o : n->outputs)
       if (is_float(o->dtype)) shared.requires_grad.insert(o);
@@ -196,8 +198,9 @@ Result<TrainingGraph> build_training_graph(const Graph& model, const std::string
     if (!reached) continue;
     GradFn rule = find_grad(n->op());
     if (!rule)
-      return unsupported("node '", n->name, "' (op ", n->op(), ") has no gradient rule, so kiln cannot train through it: ",
-                           "freeze the parameters before it, or build the model without this op");
+      return unsupported("node '", n->name, "' (op ", n->op(),
+                         ") has no gradient rule, so kiln cannot train through it: ",
+                         "freeze the parameters before it, or build the model without this op");
     NodeGradBuilder builder(shared, *n);
     Status st = rule(builder);
     if (!st.is_ok()) return builder.with_context(st);
@@ -213,7 +216,7 @@ Result<TrainingGraph> build_training_graph(const Graph& model, const std::string
   for (Value* p : candidates) {
     auto it = shared.grads.find(p);
     if (it == shared.grads.end()) {
-      if (!options.params.empty())
+      if (!options.params.empty() && !options.allow_unreached)
         return invalid_argument("no gradient reaches parameter '", p->name, "' from the loss '", loss, "'");
       continue;
     }

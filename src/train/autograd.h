@@ -19,15 +19,17 @@ struct AutogradOptions {
   /// Values (by name) to keep as plain graph inputs without a gradient (state such as BatchNorm's running
   /// statistics, which the step updates through other outputs).
   std::vector<std::string> state;
+  /// With explicit params: leave out those no gradient reaches instead of failing (the op harness).
+  bool allow_unreached = false;
   /// Rules see training() == true (Dropout active, BatchNorm on batch statistics).
   bool training = true;
 };
 
 struct TrainingGraph {
   std::unique_ptr<Graph> graph;
-  std::string loss;                    ///< the scalar loss output
-  std::vector<std::string> params;     ///< graph inputs that are trained, in a stable order
-  std::vector<std::string> grads;      ///< graph outputs, grads[i] = dLoss/d params[i] ("<param>.grad")
+  std::string loss;                       ///< the scalar loss output
+  std::vector<std::string> params;        ///< graph inputs that are trained, in a stable order
+  std::vector<std::string> grads;         ///< graph outputs, grads[i] = dLoss/d params[i] ("<param>.grad")
   std::map<std::string, Tensor> initial;  ///< the starting value of each param and state input
   int backward_nodes = 0;
 };

@@ -2,6 +2,7 @@
 // The op harness: every op family lists its cases here (tests/ops/cases/<family>.cpp); the one
 // harness program runs each case on every compiled backend and compares with the reference.
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -37,12 +38,39 @@ struct OpCase {
   std::vector<InputSpec> inputs;
   std::vector<DataType> dtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
   double tolerance_scale = 1.0;  ///< >1 for long accumulations
+  /// grad mode: the outputs the loss uses (empty: every floating-point output); leave out outputs that carry
+  /// state rather than a differentiable value (BatchNorm's running statistics, saved batch statistics).
+  std::vector<int> grad_outputs;
 };
 
 template <class A>
 std::shared_ptr<Attrs> attrs(A a) {
   return std::make_shared<A>(std::move(a));
 }
+
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance tolerance_for(DataType d, double scale);
+uint64_t seed_for(const OpCase& c, DataType d);
+Result<Tensor> make_input(const InputSpec& spec, DataType dtype, std::mt19937_64& rng);
+
+/// A case's inputs made for one dtype and the kernel call they form.
+struct Prepared {
+  OpCall call;
+  std::vector<Tensor> src;
+};
+Result<Prepared> prepare(const OpCase& c, DataType dtype);
+/// Empty when `got` matches `want` within `tol`, else what differs.
+std::string compare(const Tensor& got, const Tensor& want, Tolerance tol);
+
+struct GradOptions {
+  std::string op, family, backend;
+  bool verbose = false;
+  int samples = 12;  ///< finite-difference samples per input
+};
+/// `grad` mode: gradient rules against finite differences on the reference, then every backend's backward.
+int run_grad(const GradOptions& options);
 
 using CaseFactory = std::vector<OpCase> (*)();
 bool register_cases(const char* family, CaseFactory factory);

@@ -1,5 +1,6 @@
 // kiln_op_harness: checks every op on every compiled backend against the reference.
 //   test     run every case, compare each accepted implementation with the reference
+//   grad     gradient rules against finite differences, then every backend's backward against the reference
 //   perf     time every accepted implementation per case
 //   support  print (or --write / --check) docs/ops.md, the op x backend x dtype table
 #include <CLI/CLI.hpp>
@@ -27,14 +28,7 @@ struct Options {
   std::string write_path, check_path;
 };
 
-struct Prepared {
-  OpCall call;
-  std::vector<Tensor> src;
-};
-
-struct Tolerance {
-  double atol, rtol;
-};
+}  // namespace
 
 Tolerance tolerance_for(DataType d, double scale) {
   switch (d) {
@@ -102,6 +96,8 @@ Result<Prepared> prepare(const OpCase& c, DataType dtype) {
   pad_optional_inputs(*schema, p.call.inputs, p.src);
   return p;
 }
+
+namespace {
 
 void poison(Tensor& t) {
   const int64_t n = t.numel();
@@ -179,6 +175,8 @@ Result<std::vector<Tensor>> run_impl(const KernelImpl& impl, const Prepared& p) 
 }
 
 // Empty when `got` matches `want` within the tolerance of `dtype`; else what differs first.
+}  // namespace
+
 std::string compare(const Tensor& got, const Tensor& want, Tolerance tol) {
   if (got.dims() != want.dims()) return str_cat("shape ", got.dims().to_string(), " != ", want.dims().to_string());
   const int64_t n = want.numel();
@@ -203,6 +201,8 @@ std::string compare(const Tensor& got, const Tensor& want, Tolerance tol) {
   return str_cat(bad, "/", n, " elements differ; first at ", first, ": got ", got.at(first), ", want ", want.at(first),
                  " (max abs diff ", worst, ")");
 }
+
+namespace {
 
 // Empty when an implementation gave `want` outputs; else what is missing or extra.
 std::string count_diff(const std::vector<Tensor>& got, size_t want) {
@@ -520,7 +520,8 @@ int main(int argc, char** argv) {
   CLI::App app{"kiln op harness: every op on every backend against the reference"};
   Options opt;
   std::string mode = "test";
-  app.add_option("mode", mode, "test | perf | support")->check(CLI::IsMember({"test", "perf", "support"}));
+  app.add_option("mode", mode, "test | grad | perf | support")
+      ->check(CLI::IsMember({"test", "grad", "perf", "support"}));
   app.add_option("--op", opt.op, "only this op");
   app.add_option("--family", opt.family, "only this op family");
   app.add_option("--backend", opt.backend, "only this backend (cpu, cuda)");
@@ -530,6 +531,10 @@ int main(int argc, char** argv) {
   app.add_option("--check", opt.check_path, "support: fail when this file differs from the table");
   app.add_flag("-v,--verbose", opt.verbose, "print every check");
   CLI11_PARSE(app, argc, argv);
+  if (mode == "grad") {
+    GradOptions grad{.op = opt.op, .family = opt.family, .backend = opt.backend, .verbose = opt.verbose};
+    return run_grad(grad);
+  }
   if (mode == "perf") return run_perf(opt);
   if (mode == "support") return run_support(opt);
   return run_test(opt);

@@ -223,3 +223,24 @@ TEST(LayoutNhwc, ChannelsLastIsTwoDimensionalOnly) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LayoutNhwc, SmallBatchesStayNchw) {
+  auto g = conv_pool_net();  // batch 2
+  auto o = g->clone();
+  PassOptions options = channels_last(Backend::kRef);
+  options.layout.min_batch = 8;
+  OptimizerReport report;
+  ASSERT_TRUE(run_passes(*o, options, &report).is_ok());
+  EXPECT_TRUE(applied_by(report, "layout-nhwc").empty());
+  EXPECT_TRUE(nodes_of(*o, "Shuffle").empty());
+  options.layout.min_batch = 2;
+  auto o2 = g->clone();
+  ASSERT_TRUE(run_passes(*o2, options, &report).is_ok());
+  EXPECT_EQ(nodes_of(*o2, "Shuffle").size(), 2u);
+}
+
+}  // namespace
+}  // namespace kiln
