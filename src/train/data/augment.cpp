@@ -1,6 +1,7 @@
 #include "train/data/augment.h"
 
 #include "train/data/params.h"
+#include "train/optim/option_reader.h"
 
 #include <algorithm>
 #include <cmath>
@@ -405,8 +406,15 @@ Result<std::shared_ptr<const Augmentation>> make_augmentation(std::string_view n
     out = std::make_shared<HsvShift>(hue, saturation, value, range);
   } else {
     std::string known;
-    for (const auto& n : augmentation_names()) known += (known.empty() ? "" : ", ") + n;
-    return invalid_argument("unknown augmentation '", name, "' (known: ", known, ")");
+    std::vector<std::string_view> candidates;
+    for (const auto& n : augmentation_names()) {
+      if (!known.empty()) known += ", ";
+      known += n;
+      candidates.push_back(n);
+    }
+    std::string guess = closest_match(name, candidates);
+    return invalid_argument("unknown augmentation '", name, "' (",
+                            guess.empty() ? "" : "did you mean '" + guess + "'? ", "known: ", known, ")");
   }
   KILN_RETURN_IF_ERROR(r.finish());
   return out;

@@ -4,6 +4,7 @@
 // the thread count. Built by name from a key/value map (a config's `augment:` list):
 //   augment: [{random_crop: {size: 28, padding: 2}}, {hflip: 0.5}]
 // A scalar value (`hflip: 0.5`) sets the augmentation's primary key (augmentation_primary_key).
+// A config's typed values (OptionMap) convert with params_from_options (params.h).
 #include <map>
 #include <memory>
 #include <string>

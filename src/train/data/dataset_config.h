@@ -6,7 +6,8 @@
 //   type: folder  path; channels [0: the first image's]; height, width [0: keep each image's size]
 //   type: list    list, labels (the labels file); channels; height, width
 //   type: lmdb    path
-// Errors name the key ("dataset (type idx): key 'dir' is required") or the file.
+// Errors name the key ("dataset (type idx): key 'dir' is required") or the file. A config's typed values
+// (OptionMap) convert with params_from_options (params.h).
 #include <map>
 #include <memory>
 #include <string>

@@ -1,5 +1,7 @@
 #include "train/data/params.h"
 
+#include "train/optim/option_reader.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -20,6 +22,12 @@ std::string trim(std::string s, std::string_view also = "") {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> params_from_options(const OptionMap& options) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : options) out[key] = value.text().value_or(value.to_string());
+  return out;
+}
 
 Status ParamReader::error(std::string_view key, std::string_view problem) const {
   return invalid_argument(what_, ": key '", key, "' ", problem);
@@ -109,11 +117,15 @@ Status ParamReader::finish() const {
   for (const auto& [key, value] : params_) {
     if (used_.count(key) == 0) {
       std::string known;
+      std::vector<std::string_view> candidates;
       for (const auto& k : used_) {
         if (!known.empty()) known += ", ";
         known += k;
+        candidates.push_back(k);
       }
-      return invalid_argument(what_, ": unknown key '", key, "' (keys: ", known, ")");
+      std::string guess = closest_match(key, candidates);
+      return invalid_argument(what_, ": unknown key '", key, "' (",
+                              guess.empty() ? "" : "did you mean '" + guess + "'? ", "keys: ", known, ")");
     }
   }
   return Status::ok();

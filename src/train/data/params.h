@@ -10,8 +10,13 @@
 #include <vector>
 
 #include "kiln/status.h"
+#include "train/optim/options.h"
 
 namespace kiln::train {
+
+/// A config's typed values (optim/options.h, what the config reader gives every factory) as the strings the
+/// data factories read: strings as they are, numbers and lists as written ("28", "[0.5, 0.5]").
+std::map<std::string, std::string> params_from_options(const OptionMap& options);
 
 class ParamReader {
  public:

@@ -7,6 +7,7 @@
 
 #include "train/data/augment.h"
 #include "train/data/loader.h"
+#include "train/data/params.h"
 
 namespace kiln::train {
 namespace {
@@ -316,6 +317,18 @@ TEST(Augment, FactoryErrorsNameTheKey) {
   auto key = make_augmentation("hflip", {{"prob", "0.5"}});
   ASSERT_FALSE(key.is_ok());
   EXPECT_TRUE(contains(key.status().message(), "unknown key 'prob' (keys: p)")) << key.status().message();
+  auto typo = make_augmentation("random_crop", {{"size", "4"}, {"paddin", "1"}});
+  EXPECT_TRUE(contains(typo.status().message(), "unknown key 'paddin' (did you mean 'padding'?"))
+      << typo.status().message();
+  EXPECT_TRUE(contains(make_augmentation("hflipp", {}).status().message(), "did you mean 'hflip'?"));
+  // From a config's typed values.
+  OptionMap typed{{"size", 4}, {"padding", 1}, {"fill", "0.5"}};
+  auto params = params_from_options(typed);
+  EXPECT_EQ(params["size"], "4");
+  EXPECT_EQ(params["fill"], "0.5");
+  EXPECT_TRUE(make_augmentation("random_crop", params).is_ok());
+  auto lists = params_from_options({{"mean", std::vector<double>{0.5, 0.25}}, {"std", 2}});
+  EXPECT_TRUE(make_augmentation("normalize", lists).is_ok()) << lists["mean"];
   auto value = make_augmentation("random_crop", {{"size", "big"}});
   ASSERT_FALSE(value.is_ok());
   EXPECT_TRUE(contains(value.status().message(), "key 'size' is 'big', not an integer")) << value.status().message();
