@@ -29,6 +29,9 @@ KILN_OP_CASES(softmax) {
     cases.push_back({op, "empty", attrs(sm(-1)), {uniform({0, 4}, -5, 5)}});
     OpCase big{op, "128x1000 axis -1", attrs(sm(-1)), {uniform({128, 1000}, -5, 5)}};
     big.dtypes = {DataType::kFloat32};
+    // grad mode: log-softmax outputs near -log(1000) rounded to float32 make the finite differences over a
+    // 1000-wide row noisy (about 1%).
+    if (std::string(op) == "LogSoftmax") big.tolerance_scale = 4;
     cases.push_back(big);
     OpCase big_mid{op, "16x256x64 axis 1", attrs(sm(1)), {uniform({16, 256, 64}, -5, 5)}};
     big_mid.dtypes = {DataType::kFloat32};
