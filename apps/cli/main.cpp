@@ -11,6 +11,7 @@
 #include "kiln/logger.h"
 #include "kiln/version.h"
 #include "openmp_policy.h"
+#include "train.h"
 
 namespace {
 
@@ -98,11 +99,20 @@ int run(int argc, char** argv) {
   compare->add_option("--loadInputs", compare_opt.load_inputs, "input values from an ONNX TensorProto: name:file.pb");
   compare->add_option("--rtol", compare_opt.rtol, "relative tolerance (default 1e-3)");
   compare->add_option("--atol", compare_opt.atol, "absolute tolerance (default 1e-5)");
+  auto* train =
+      app.add_subcommand("train", "train a classifier from a YAML config (kiln train --config FILE --run-dir DIR)");
+  kiln::cli::TrainOptions train_opt;
+  train->add_option("--config", train_opt.config, "the training config (YAML), e.g. examples/fashion_mnist.yaml");
+  train->add_option("--run-dir", train_opt.run_dir, "the run folder: config.yaml, metrics.jsonl, snapshots/");
+  train->add_option("--resume", train_opt.resume, "continue the run in this folder from its last snapshot");
+  train->add_flag("--quiet", train_opt.quiet, "no progress bar");
+  train->add_option("overrides", train_opt.overrides, "config overrides: optim.lr=0.01 trainer.epochs=5");
   CLI11_PARSE(app, argc, argv);
   if (verbose_log) kiln::Logger::global().set_level(kiln::Severity::kVerbose);
   if (inspect->parsed()) return kiln::cli::run_inspect(inspect_opt);
   if (exec->parsed()) return kiln::cli::run_exec(exec_opt);
   if (compare->parsed()) return kiln::cli::run_compare(compare_opt);
+  if (train->parsed()) return kiln::cli::run_train(train_opt);
   if (show_version) {
     std::printf("kiln %s\n", kiln::version_string());
     return 0;

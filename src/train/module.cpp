@@ -4,7 +4,11 @@
 
 #include "ops/activation/activation.h"
 #include "ops/convolution/convolution.h"
+#include "ops/dropout/dropout.h"
+#include "ops/elementwise/elementwise.h"
 #include "ops/matmul/matmul.h"
+#include "ops/normalization/normalization.h"
+#include "ops/normalization/normalization_train.h"
 #include "ops/pooling/pooling.h"
 #include "ops/shuffle/shuffle.h"
 
@@ -105,6 +109,17 @@ Result<Value*> ModuleContext::param(const std::string& local, const Dims& dims, 
 
 Result<Value*> ModuleContext::buffer(const std::string& local, const Dims& dims, const Init& init) {
   return tensor(local, dims, init, false);
+}
+
+Result<Value*> ModuleContext::step_input() {
+  if (Value* v = graph_.find_value(std::string(kStepInput))) return v;
+  return graph_.add_input(std::string(kStepInput), DataType::kInt64, Dims{});
+}
+
+int64_t ModuleContext::scope_seed() const {
+  uint64_t h = 1469598103934665603ull ^ store_.seed();
+  for (char ch : scoped("")) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  return static_cast<int64_t>(h >> 1);
 }
 
 Status ModuleContext::update_buffer(const std::string& local, Value* next) {
@@ -227,8 +242,8 @@ class Relu : public Module {
 
 class Pool2d : public Module {
  public:
-  Pool2d(PoolingMode mode, int64_t k, int64_t stride, int64_t pad, bool global)
-      : mode_(mode), k_(k), stride_(stride ? stride : k), pad_(pad), global_(global) {}
+  Pool2d(PoolingMode mode, int64_t k, int64_t stride, int64_t pad, bool global, bool ceil_mode = false)
+      : mode_(mode), k_(k), stride_(stride ? stride : k), pad_(pad), global_(global), ceil_(ceil_mode) {}
   Result<Value*> forward(ModuleContext& ctx, Value* x) override {
     auto a = std::make_unique<PoolingAttrs>();
     a->mode = mode_;
@@ -238,6 +253,7 @@ class Pool2d : public Module {
       a->strides = {stride_, stride_};
       a->pads = {pad_, pad_, pad_, pad_};
       a->count_include_pad = true;  // PyTorch's AvgPool2d default
+      a->ceil_mode = ceil_;
     }
     return ctx.add1("Pooling", std::move(a), {x});
   }
@@ -250,7 +266,7 @@ class Pool2d : public Module {
  private:
   PoolingMode mode_;
   int64_t k_, stride_, pad_;
-  bool global_;
+  bool global_, ceil_;
 };
 
 class Flatten : public Module {
@@ -264,15 +280,128 @@ class Flatten : public Module {
   std::string describe() const override { return "Flatten()"; }
 };
 
+class BatchNorm2d : public Module {
+ public:
+  BatchNorm2d(int64_t c, double eps, double momentum) : c_(c), eps_(eps), momentum_(momentum) {}
+  Result<Value*> forward(ModuleContext& ctx, Value* x) override {
+    if (x->dims.rank() < 2 || x->dims[1] != c_)
+      return invalid_argument(ctx.scoped("batch_norm"), ": ", describe(), " expects ", c_, " channels but gets ",
+                              x->dims.to_string());
+    KILN_ASSIGN_OR_RETURN(Value * scale, ctx.param("weight", Dims{c_}, Init::ones()));
+    KILN_ASSIGN_OR_RETURN(Value * bias, ctx.param("bias", Dims{c_}, Init::zeros()));
+    KILN_ASSIGN_OR_RETURN(Value * mean, ctx.buffer("running_mean", Dims{c_}, Init::zeros()));
+    KILN_ASSIGN_OR_RETURN(Value * var, ctx.buffer("running_var", Dims{c_}, Init::ones()));
+    if (!ctx.training()) {
+      auto a = std::make_unique<BatchNormalizationAttrs>();
+      a->epsilon = static_cast<float>(eps_);
+      return ctx.add1("BatchNormalization", std::move(a), {x, scale, bias, mean, var});
+    }
+    auto a = std::make_unique<BatchNormalizationTrainingAttrs>();
+    a->epsilon = static_cast<float>(eps_);
+    a->momentum = static_cast<float>(1.0 - momentum_);  // ONNX's convention: the weight of the running value
+    KILN_ASSIGN_OR_RETURN(std::vector<Value*> outs,
+                          ctx.add("BatchNormalizationTraining", std::move(a), {x, scale, bias, mean, var}));
+    KILN_RETURN_IF_ERROR(ctx.update_buffer("running_mean", outs[1]));
+    KILN_RETURN_IF_ERROR(ctx.update_buffer("running_var", outs[2]));
+    return outs[0];
+  }
+  std::string describe() const override { return str_cat("BatchNorm2d(", c_, ")"); }
+
+ private:
+  int64_t c_;
+  double eps_, momentum_;
+};
+
+class Dropout : public Module {
+ public:
+  explicit Dropout(double ratio) : ratio_(ratio) {}
+  Result<Value*> forward(ModuleContext& ctx, Value* x) override {
+    if (!ctx.training() || ratio_ == 0) return x;
+    KILN_ASSIGN_OR_RETURN(Value * step, ctx.step_input());
+    auto a = std::make_unique<DropoutAttrs>();
+    a->ratio = static_cast<float>(ratio_);
+    a->seed = ctx.scope_seed();
+    return ctx.add1("Dropout", std::move(a), {x, step});
+  }
+  std::string describe() const override { return str_cat("Dropout(", ratio_, ")"); }
+
+ private:
+  double ratio_;
+};
+
+class Residual : public Module {
+ public:
+  Residual(ModulePtr body, ModulePtr shortcut, ModulePtr after)
+      : body_(std::move(body)), shortcut_(std::move(shortcut)), after_(std::move(after)) {}
+  Result<Value*> forward(ModuleContext& ctx, Value* x) override {
+    ctx.push("body");
+    auto y = body_->forward(ctx, x);
+    ctx.pop();
+    if (!y.is_ok()) return y.take_status();
+    Value* s = x;
+    if (shortcut_) {
+      ctx.push("shortcut");
+      auto r = shortcut_->forward(ctx, x);
+      ctx.pop();
+      if (!r.is_ok()) return r.take_status();
+      s = *r;
+    }
+    KILN_ASSIGN_OR_RETURN(
+        Value * sum,
+        ctx.add1("ElementWise", std::make_unique<ElementWiseAttrs>(elementwise_attrs(ElementWiseOp::kSum)), {*y, s}));
+    if (!after_) return sum;
+    return after_->forward(ctx, sum);
+  }
+  std::string describe() const override {
+    return "Residual(" + body_->describe() + (shortcut_ ? " + " + shortcut_->describe() : " + identity") + ")";
+  }
+
+ private:
+  ModulePtr body_, shortcut_, after_;
+};
+
+class ConcatBranches : public Module {
+ public:
+  explicit ConcatBranches(std::vector<ModulePtr> branches) : branches_(std::move(branches)) {}
+  Result<Value*> forward(ModuleContext& ctx, Value* x) override {
+    std::vector<Value*> outs;
+    for (size_t i = 0; i < branches_.size(); ++i) {
+      ctx.push("branch" + std::to_string(i + 1));
+      auto y = branches_[i]->forward(ctx, x);
+      ctx.pop();
+      if (!y.is_ok()) return y.take_status();
+      outs.push_back(*y);
+    }
+    auto a = std::make_unique<ConcatenationAttrs>();
+    a->axis = 1;
+    return ctx.add1("Concatenation", std::move(a), std::move(outs));
+  }
+  std::string describe() const override { return str_cat("ConcatBranches(", branches_.size(), " branches)"); }
+
+ private:
+  std::vector<ModulePtr> branches_;
+};
+
 }  // namespace
+
+ModulePtr batch_norm2d(int64_t channels, double epsilon, double momentum) {
+  return std::make_shared<BatchNorm2d>(channels, epsilon, momentum);
+}
+ModulePtr dropout(double ratio) { return std::make_shared<Dropout>(ratio); }
+ModulePtr residual(ModulePtr body, ModulePtr shortcut, ModulePtr after) {
+  return std::make_shared<Residual>(std::move(body), std::move(shortcut), std::move(after));
+}
+ModulePtr concat_branches(std::vector<ModulePtr> branches) {
+  return std::make_shared<ConcatBranches>(std::move(branches));
+}
 
 ModulePtr conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad, int64_t groups, bool bias) {
   return std::make_shared<Conv2d>(in, out, kernel, stride, pad, groups, bias);
 }
 ModulePtr linear(int64_t in, int64_t out, bool bias) { return std::make_shared<Linear>(in, out, bias); }
 ModulePtr relu() { return std::make_shared<Relu>(); }
-ModulePtr max_pool2d(int64_t kernel, int64_t stride, int64_t pad) {
-  return std::make_shared<Pool2d>(PoolingMode::kMax, kernel, stride, pad, false);
+ModulePtr max_pool2d(int64_t kernel, int64_t stride, int64_t pad, bool ceil_mode) {
+  return std::make_shared<Pool2d>(PoolingMode::kMax, kernel, stride, pad, false, ceil_mode);
 }
 ModulePtr avg_pool2d(int64_t kernel, int64_t stride, int64_t pad) {
   return std::make_shared<Pool2d>(PoolingMode::kAverage, kernel, stride, pad, false);

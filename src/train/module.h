@@ -14,6 +14,9 @@ namespace kiln::train {
 
 enum class Mode { kTrain, kEval };
 
+/// The int64 scalar graph input a training step binds to its step number (Dropout draws a new mask per step).
+inline constexpr std::string_view kStepInput = "train.step";
+
 /// How a parameter starts. Kaiming-uniform is PyTorch's default for conv and linear weights
 /// (bound = gain * sqrt(3 / fan_in) with a = sqrt(5), i.e. bound = 1 / sqrt(fan_in)).
 struct Init {
@@ -37,7 +40,8 @@ class ParameterStore {
     Tensor value;  ///< FP32, host, contiguous
     bool trainable = true;
   };
-  explicit ParameterStore(uint64_t seed = 0) : rng_(seed) {}
+  explicit ParameterStore(uint64_t seed = 0) : seed_(seed), rng_(seed) {}
+  uint64_t seed() const { return seed_; }
 
   /// The tensor named `name`, created and initialized on first use; a later use must ask the same dims.
   Result<Tensor> get_or_create(const std::string& name, const Dims& dims, const Init& init, bool trainable);
@@ -51,6 +55,7 @@ class ParameterStore {
 
  private:
   std::map<std::string, Entry> entries_;
+  uint64_t seed_ = 0;
   std::mt19937_64 rng_;
 };
 
@@ -67,6 +72,10 @@ class ModuleContext {
   Result<Value*> param(const std::string& local, const Dims& dims, const Init& init);
   /// A buffer (not trained) of the current scope.
   Result<Value*> buffer(const std::string& local, const Dims& dims, const Init& init);
+  /// The step input (created on first use).
+  Result<Value*> step_input();
+  /// A seed for a random op of the current scope (stable across runs: a hash of the scope and the store's seed).
+  int64_t scope_seed() const;
   /// In training: buffer `local` takes the value of `next` after each step (an output of the graph).
   Status update_buffer(const std::string& local, Value* next);
   /// Adds op `op` named after the scope; returns its outputs.
@@ -126,10 +135,19 @@ ModulePtr conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, in
 /// y = x @ W^T + b on x flattened from axis 1 ([N, in]).
 ModulePtr linear(int64_t in, int64_t out, bool bias = true);
 ModulePtr relu();
-ModulePtr max_pool2d(int64_t kernel, int64_t stride = 0, int64_t pad = 0);
+ModulePtr max_pool2d(int64_t kernel, int64_t stride = 0, int64_t pad = 0, bool ceil_mode = false);
 ModulePtr avg_pool2d(int64_t kernel, int64_t stride = 0, int64_t pad = 0);
 ModulePtr global_avg_pool();
 /// [N, ...] -> [N, prod(...)].
 ModulePtr flatten();
+/// Batch normalization over channels (axis 1): batch statistics and running-statistics updates in training
+/// (PyTorch's momentum 0.1), the running statistics in evaluation.
+ModulePtr batch_norm2d(int64_t channels, double epsilon = 1e-5, double momentum = 0.1);
+/// Drops elements with probability `ratio` in training (a new mask per step), identity in evaluation.
+ModulePtr dropout(double ratio = 0.5);
+/// y = a + b, both computed from the same input: `body(x) + shortcut(x)` (shortcut null: x), then `after`.
+ModulePtr residual(ModulePtr body, ModulePtr shortcut = nullptr, ModulePtr after = nullptr);
+/// Runs each branch on the input and concatenates the results along channels.
+ModulePtr concat_branches(std::vector<ModulePtr> branches);
 
 }  // namespace kiln::train

@@ -1,0 +1,446 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ops/loss/loss.h"
+#include "train/autograd.h"
+#include "train/checkpoint.h"
+#include "train/data/dataset_config.h"
+#include "train/data/params.h"
+
+namespace kiln::train {
+namespace fs = std::filesystem;
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Result<std::shared_ptr<const Dataset>> open_dataset(const TrainConfig& c, const std::string& path,
+                                                    const std::string& split, int64_t limit, const char* key) {
+  if (path.empty()) return invalid_argument(c.file, ": 'data.", key, "' is missing: name the ", key, " data");
+  const auto& d = c.data;
+  DatasetParams p{{"type", d.format}};
+  if (d.format == "idx") {
+    p["dir"] = path;
+    p["split"] = split;
+    if (path.find("fashion") != std::string::npos) p["classes"] = "fashion-mnist";
+  } else if (d.format == "list") {
+    p["list"] = path;
+    if (!d.labels.empty()) p["labels"] = d.labels;
+  } else {
+    p["path"] = path;
+  }
+  if (d.format == "folder" || d.format == "list") {
+    if (d.channels) p["channels"] = std::to_string(d.channels);
+    if (d.height) p["height"] = std::to_string(d.height);
+    if (d.width) p["width"] = std::to_string(d.width);
+  }
+  auto ds = train::open_dataset(p);
+  if (!ds.is_ok()) return std::move(ds.take_status()).with_prefix(c.file + ": data." + key + ": ");
+  if (limit <= 0 || limit >= (*ds)->size()) return ds;
+  std::vector<int64_t> first(static_cast<size_t>(limit));
+  for (int64_t i = 0; i < limit; ++i) first[i] = i;
+  KILN_ASSIGN_OR_RETURN(auto subset, SubsetDataset::create(*ds, std::move(first)));
+  return std::shared_ptr<const Dataset>(subset);
+}
+
+std::vector<std::pair<std::string, AugmentParams>> augment_specs(const TrainConfig& c, bool train) {
+  std::vector<std::pair<std::string, AugmentParams>> out;
+  if (train) {
+    for (const AugmentSpec& a : c.data.augment) {
+      OptionMap options = a.options;
+      if (auto bare = options.find(""); bare != options.end()) {
+        OptionValue v = bare->second;
+        options.erase(bare);
+        options.insert_or_assign(std::string(augmentation_primary_key(a.name)), v);
+      }
+      out.emplace_back(a.name, params_from_options(options));
+    }
+  }
+  if (c.data.scale != 1.0) out.push_back({"scale", {{"factor", std::to_string(c.data.scale)}}});
+  if (!c.data.mean.empty() || !c.data.std.empty()) {
+    auto list = [](const std::vector<double>& v, double fallback) {
+      if (v.empty()) return std::to_string(fallback);
+      std::string s = "[";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+      return s + "]";
+    };
+    out.push_back({"normalize", {{"mean", list(c.data.mean, 0.0)}, {"std", list(c.data.std, 1.0)}}});
+  }
+  return out;
+}
+
+int64_t count_correct(const Tensor& logits, const Tensor& labels, int64_t rows) {
+  const int64_t classes = logits.dims()[1];
+  const float* l = logits.data<float>();
+  const int64_t* y = labels.data<int64_t>();
+  int64_t correct = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = l + r * classes;
+    correct += (std::max_element(row, row + classes) - row) == y[r];
+  }
+  return correct;
+}
+
+std::string snapshot_name(int64_t step) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "step_%09lld.ckpt", static_cast<long long>(step));
+  return buf;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config, const std::string& run_dir, bool resume) {
+  std::unique_ptr<Trainer> t(new Trainer());
+  t->config_ = config;
+  t->run_dir_ = run_dir;
+  const TrainConfig& c = t->config_;
+  if (c.trainer.precision != "fp32")
+    return unsupported(c.file, ": 'trainer.precision' ", c.trainer.precision,
+                       " is not trained yet (mixed precision is still to come): use fp32");
+  if (c.trainer.backend != "cpu")
+    return unsupported(c.file, ": 'trainer.backend' ", c.trainer.backend,
+                       " cannot train yet (the CUDA backward kernels are still to come): use cpu");
+  t->store_ = ParameterStore(static_cast<uint64_t>(c.trainer.seed));
+  KILN_ASSIGN_OR_RETURN(t->train_set_, open_dataset(c, c.data.train, c.data.train_split, c.data.train_limit, "train"));
+  if (!c.data.val.empty()) {
+    KILN_ASSIGN_OR_RETURN(t->val_set_, open_dataset(c, c.data.val, c.data.val_split, c.data.val_limit, "val"));
+  }
+  t->classes_ = t->train_set_->num_classes();
+
+  AugmentContext actx{t->train_set_->mean_image()};
+  KILN_ASSIGN_OR_RETURN(AugmentList train_aug, make_augmentations(augment_specs(c, true), actx));
+  KILN_ASSIGN_OR_RETURN(AugmentList val_aug, make_augmentations(augment_specs(c, false), actx));
+  LoaderOptions lo;
+  lo.batch_size = c.data.batch_size;
+  lo.shuffle = c.data.shuffle;
+  lo.drop_last = true;  // the training engine has one batch size
+  lo.seed = static_cast<uint64_t>(c.trainer.seed);
+  lo.threads = static_cast<int>(c.data.workers);
+  lo.prefetch = static_cast<int>(std::max<int64_t>(c.data.prefetch, 1));
+  KILN_ASSIGN_OR_RETURN(t->train_loader_, DataLoader::create(t->train_set_, train_aug, lo));
+  if (t->train_loader_->batches_per_epoch() == 0)
+    return invalid_argument(c.file, ": the training set (", t->train_set_->size(),
+                            " images) is smaller than one batch of ", c.data.batch_size);
+  if (t->val_set_) {
+    LoaderOptions vo = lo;
+    vo.batch_size = c.data.val_batch_size ? c.data.val_batch_size : c.data.batch_size;
+    vo.shuffle = false;
+    vo.drop_last = false;
+    KILN_ASSIGN_OR_RETURN(t->val_loader_, DataLoader::create(t->val_set_, val_aug, vo));
+    t->val_start_ = t->val_loader_->state();
+  }
+  t->input_shape_ = t->train_loader_->output_shape();
+  if (!t->input_shape_.is_fixed())
+    return invalid_argument(c.file, ": the training images vary in size; set data.height and data.width or add a crop");
+  KILN_ASSIGN_OR_RETURN(t->model_, make_model(c.model, t->input_shape_, t->classes_));
+  KILN_RETURN_IF_ERROR(t->build_engines());
+
+  std::vector<Parameter> params;
+  for (const std::string& name : t->params_) params.push_back({name, t->store_.find(name)->value, Tensor()});
+  KILN_ASSIGN_OR_RETURN(t->optimizer_, Optimizer::create(c.optim, std::move(params), "optim"));
+  const int64_t total = c.trainer.epochs * t->train_loader_->batches_per_epoch();
+  KILN_ASSIGN_OR_RETURN(LrPolicy policy, LrPolicy::create(c.lr_policy, t->optimizer_->lr(), total));
+  t->lr_policy_ = std::move(policy);
+
+  std::error_code ec;
+  fs::create_directories(fs::path(run_dir) / "snapshots", ec);
+  if (ec) return Status(StatusCode::kIoError, "cannot create run folder '" + run_dir + "': " + ec.message());
+  const fs::path metrics = fs::path(run_dir) / "metrics.jsonl";
+  if (resume) {
+    auto snaps = snapshots(run_dir);
+    if (snaps.empty())
+      return invalid_argument("run folder '", run_dir,
+                              "' has no snapshot to resume from; start it again without --resume");
+    KILN_RETURN_IF_ERROR(t->load_snapshot(snaps.back()));
+    // Keep the metrics up to the snapshot: the steps after it run again.
+    std::ifstream in(metrics);
+    std::string kept, line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.value("step", int64_t{0}) <= t->step_) kept += line + "\n";
+    }
+    in.close();
+    std::ofstream(metrics, std::ios::trunc) << kept;
+  } else {
+    std::ofstream(fs::path(run_dir) / "config.yaml", std::ios::trunc) << c.to_yaml();
+    std::ofstream(metrics, std::ios::trunc);
+  }
+  t->metrics_.open(metrics, std::ios::app);
+  if (!t->metrics_) return Status(StatusCode::kIoError, "cannot write '" + metrics.string() + "'");
+  return t;
+}
+
+Status Trainer::build_engines() {
+  const TrainConfig& c = config_;
+  BuildOptions build;
+  build.backend = Backend::kCpu;
+  build.optimization_level = 1;
+  build.threads = static_cast<int>(c.trainer.threads);
+  auto graph_for = [&](Mode mode, int64_t batch, Graph& g, ModuleContext& ctx) -> Result<Value*> {
+    const ImageShape& s = input_shape_;
+    KILN_ASSIGN_OR_RETURN(Value * image,
+                          g.add_input("image", DataType::kFloat32, Dims{batch, s.channels, s.height, s.width}));
+    KILN_ASSIGN_OR_RETURN(Value * label, g.add_input("label", DataType::kInt64, Dims{batch}));
+    KILN_ASSIGN_OR_RETURN(Value * logits, model_->forward(ctx, image));
+    if (logits->dims != Dims{batch, classes_})
+      return invalid_argument("model '", c.model.name, "' gives ", logits->dims.to_string(), " where [", batch, ", ",
+                              classes_, "] class scores are needed");
+    KILN_RETURN_IF_ERROR(g.rename_value(logits, "logits"));
+    KILN_RETURN_IF_ERROR(g.mark_output(logits));
+    auto attrs = std::make_unique<CrossEntropyLossAttrs>();
+    attrs->label_smoothing = static_cast<float>(c.loss.label_smoothing);
+    attrs->reduction = mode == Mode::kTrain ? LossReduction::kMean : LossReduction::kNone;
+    if (c.loss.name != "cross_entropy")
+      return invalid_argument(c.file, ": 'loss.name' ", c.loss.name,
+                              " is not a classification loss kiln trains with (cross_entropy)");
+    KILN_ASSIGN_OR_RETURN(Node * loss, g.add_node("CrossEntropyLoss", "loss", std::move(attrs), {logits, label},
+                                                  {mode == Mode::kTrain ? "loss" : "losses"}));
+    KILN_RETURN_IF_ERROR(g.mark_output(loss->outputs[0]));
+    return loss->outputs[0];
+  };
+  {
+    Graph g;
+    ModuleContext ctx(g, store_, Mode::kTrain);
+    KILN_RETURN_IF_ERROR(graph_for(Mode::kTrain, c.data.batch_size, g, ctx).status());
+    AutogradOptions options;
+    options.params = ctx.param_names();
+    options.state = ctx.buffer_names();
+    KILN_ASSIGN_OR_RETURN(TrainingGraph tg, build_training_graph(g, "loss", options));
+    params_ = tg.params;
+    grads_ = tg.grads;
+    buffer_updates_ = ctx.buffer_updates();
+    has_step_input_ = g.find_value(std::string(kStepInput)) != nullptr;
+    KILN_ASSIGN_OR_RETURN(GraphRunner runner, GraphRunner::compile(*tg.graph, build));
+    train_runner_ = std::move(runner);
+  }
+  if (val_loader_) {
+    Graph g;
+    ModuleContext ctx(g, store_, Mode::kEval);
+    KILN_RETURN_IF_ERROR(graph_for(Mode::kEval, val_loader_->options().batch_size, g, ctx).status());
+    KILN_ASSIGN_OR_RETURN(GraphRunner runner, GraphRunner::compile(g, build));
+    eval_runner_ = std::move(runner);
+  }
+  KILN_ASSIGN_OR_RETURN(step_tensor_, Tensor::empty(DataType::kInt64, Dims{}));
+  return {};
+}
+
+Status Trainer::run_step(const Batch& batch, double& loss, int64_t& correct) {
+  GraphRunner& r = *train_runner_;
+  KILN_RETURN_IF_ERROR(r.set_input("image", batch.images));
+  KILN_RETURN_IF_ERROR(r.set_input("label", batch.labels));
+  for (const auto& [name, entry] : store_.entries()) KILN_RETURN_IF_ERROR(r.set_input(name, entry.value));
+  if (has_step_input_) {
+    step_tensor_.data<int64_t>()[0] = step_;
+    KILN_RETURN_IF_ERROR(r.set_input(std::string(kStepInput), step_tensor_));
+  }
+  KILN_RETURN_IF_ERROR(r.run());
+  KILN_ASSIGN_OR_RETURN(Tensor l, r.output("loss"));
+  loss = l.at(0);
+  if (!std::isfinite(loss))
+    return invalid_argument("the loss became ", loss, " at step ", step_ + 1,
+                            ": lower optim.lr, or add gradient clipping (optim.clip_grad_norm)");
+  KILN_ASSIGN_OR_RETURN(Tensor logits, r.output("logits"));
+  correct = count_correct(logits, batch.labels, batch.labels.numel());
+  auto& params = optimizer_->params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(params[i].grad, r.output(grads_[i]));
+  }
+  optimizer_->set_lr(lr_policy_->lr(step_));
+  KILN_RETURN_IF_ERROR(optimizer_->step());
+  for (const auto& [buffer, output] : buffer_updates_) {
+    KILN_ASSIGN_OR_RETURN(Tensor next, r.output(output));
+    KILN_RETURN_IF_ERROR(store_.assign(buffer, next));
+  }
+  ++step_;
+  return {};
+}
+
+Result<std::pair<double, double>> Trainer::evaluate() {
+  if (!eval_runner_) return invalid_argument(config_.file, ": no validation data ('data.val')");
+  GraphRunner& r = *eval_runner_;
+  KILN_RETURN_IF_ERROR(val_loader_->restore(val_start_));
+  const int64_t batches = val_loader_->batches_per_epoch();
+  const int64_t b = val_loader_->options().batch_size;
+  double loss_sum = 0;
+  int64_t correct = 0, seen = 0;
+  KILN_ASSIGN_OR_RETURN(
+      Tensor images,
+      Tensor::zeros(DataType::kFloat32, Dims{b, input_shape_.channels, input_shape_.height, input_shape_.width}));
+  KILN_ASSIGN_OR_RETURN(Tensor labels, Tensor::zeros(DataType::kInt64, Dims{b}));
+  for (int64_t i = 0; i < batches; ++i) {
+    KILN_ASSIGN_OR_RETURN(Batch batch, val_loader_->next());
+    const int64_t n = batch.labels.numel();
+    // The engine has one batch size: a short last batch is padded (the padding's results are not counted).
+    std::copy_n(batch.images.data<float>(), batch.images.numel(), images.data<float>());
+    std::copy_n(batch.labels.data<int64_t>(), n, labels.data<int64_t>());
+    KILN_RETURN_IF_ERROR(r.set_input("image", images));
+    KILN_RETURN_IF_ERROR(r.set_input("label", labels));
+    for (const auto& [name, entry] : store_.entries()) KILN_RETURN_IF_ERROR(r.set_input(name, entry.value));
+    KILN_RETURN_IF_ERROR(r.run());
+    KILN_ASSIGN_OR_RETURN(Tensor losses, r.output("losses"));
+    KILN_ASSIGN_OR_RETURN(Tensor logits, r.output("logits"));
+    for (int64_t k = 0; k < n; ++k) loss_sum += losses.at(k);
+    correct += count_correct(logits, labels, n);
+    seen += n;
+  }
+  if (seen == 0) return invalid_argument("the validation set is empty");
+  return std::make_pair(loss_sum / seen, static_cast<double>(correct) / seen);
+}
+
+Result<TrainResult> Trainer::fit(const std::function<void(const TrainEvent&)>& on_event) {
+  const TrainConfig& c = config_;
+  const auto& tc = c.trainer;
+  const int64_t per_epoch = train_loader_->batches_per_epoch();
+  const int64_t total_steps = tc.epochs * per_epoch;
+  TrainResult result;
+  fit_start_ = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return elapsed_before_ + seconds_since(fit_start_); };
+  double window_loss = 0, epoch_loss = 0;
+  int64_t window_correct = 0, window_seen = 0, window_steps = 0, epoch_correct = 0, epoch_seen = 0, epoch_steps = 0;
+  auto window_t0 = std::chrono::steady_clock::now();
+  while (step_ < total_steps) {
+    KILN_ASSIGN_OR_RETURN(Batch batch, train_loader_->next());
+    double loss = 0;
+    int64_t correct = 0;
+    KILN_RETURN_IF_ERROR(run_step(batch, loss, correct));
+    const int64_t n = batch.labels.numel();
+    window_loss += loss, epoch_loss += loss;
+    window_correct += correct, epoch_correct += correct;
+    window_seen += n, epoch_seen += n;
+    ++window_steps, ++epoch_steps;
+    const int64_t in_epoch = (step_ - 1) % per_epoch + 1;
+    const bool epoch_done = in_epoch == per_epoch;
+    const bool out_of_time = tc.max_seconds > 0 && elapsed() >= tc.max_seconds;
+    TrainEvent e;
+    e.epoch = (step_ - 1) / per_epoch + 1;
+    e.step = step_;
+    e.steps_per_epoch = per_epoch;
+    e.step_in_epoch = in_epoch;
+    e.lr = optimizer_->lr();
+    if (step_ % tc.log_every == 0 || epoch_done || out_of_time) {
+      e.loss = window_loss / window_steps;
+      e.accuracy = static_cast<double>(window_correct) / window_seen;
+      e.images_per_second = window_seen / std::max(seconds_since(window_t0), 1e-9);
+      e.elapsed_seconds = elapsed();
+      KILN_RETURN_IF_ERROR(append_metrics(e));
+      if (on_event) on_event(e);
+      window_loss = 0, window_correct = window_seen = window_steps = 0;
+      window_t0 = std::chrono::steady_clock::now();
+    }
+    if (tc.snapshot_steps && step_ % tc.snapshot_steps == 0 && !epoch_done && !out_of_time) {
+      result.last_snapshot = (fs::path(run_dir_) / "snapshots" / snapshot_name(step_)).string();
+      KILN_RETURN_IF_ERROR(save_snapshot(result.last_snapshot));
+    }
+    if (epoch_done || out_of_time) {
+      TrainEvent end = e;
+      end.epoch_end = true;
+      end.snapshot.clear();
+      end.loss = epoch_loss / std::max<int64_t>(epoch_steps, 1);
+      end.accuracy = static_cast<double>(epoch_correct) / std::max<int64_t>(epoch_seen, 1);
+      end.elapsed_seconds = elapsed();
+      const bool last = step_ == total_steps || out_of_time;
+      if (val_loader_ && ((tc.val_every && e.epoch % tc.val_every == 0) || last)) {
+        KILN_ASSIGN_OR_RETURN(auto val, evaluate());
+        end.val_loss = val.first;
+        end.val_accuracy = val.second;
+        result.val_loss = val.first;
+        result.val_accuracy = val.second;
+      }
+      if ((tc.snapshot_every && e.epoch % tc.snapshot_every == 0) || last) {
+        end.snapshot = (fs::path(run_dir_) / "snapshots" / snapshot_name(step_)).string();
+        epoch_ = e.epoch;
+        KILN_RETURN_IF_ERROR(save_snapshot(end.snapshot));
+        result.last_snapshot = end.snapshot;
+      }
+      KILN_RETURN_IF_ERROR(append_metrics(end));
+      if (on_event) on_event(end);
+      epoch_ = e.epoch;
+      epoch_loss = 0, epoch_correct = epoch_seen = epoch_steps = 0;
+      if (out_of_time) {
+        result.stopped_by_time = true;
+        break;
+      }
+    }
+  }
+  result.epochs = epoch_;
+  result.steps = step_;
+  result.seconds = elapsed();
+  return result;
+}
+
+Status Trainer::append_metrics(const TrainEvent& e) {
+  nlohmann::json j = {{"type", e.epoch_end ? "epoch" : "step"},
+                      {"epoch", e.epoch},
+                      {"step", e.step},
+                      {"loss", e.loss},
+                      {"acc", e.accuracy},
+                      {"lr", e.lr},
+                      {"time", e.elapsed_seconds}};
+  if (!e.epoch_end) j["images_per_s"] = e.images_per_second;
+  if (e.val_loss) j["val_loss"] = *e.val_loss;
+  if (e.val_accuracy) j["val_acc"] = *e.val_accuracy;
+  metrics_ << j.dump() << "\n";
+  metrics_.flush();
+  if (!metrics_) return Status(StatusCode::kIoError, "writing metrics.jsonl in '" + run_dir_ + "' failed");
+  return {};
+}
+
+Status Trainer::save_snapshot(const std::string& path) {
+  Checkpoint ck;
+  for (const auto& [name, entry] : store_.entries()) ck.tensors["model/" + name] = entry.value;
+  KILN_ASSIGN_OR_RETURN(auto state, optimizer_->export_state());
+  for (auto& [key, value] : state) ck.tensors["optim/" + key] = std::move(value);
+  nlohmann::json meta = {{"step", step_},
+                         {"epoch", epoch_},
+                         {"elapsed_seconds", elapsed_before_ + seconds_since(fit_start_)},
+                         {"loader", train_loader_->state().serialize()},
+                         {"model", config_.model.name}};
+  ck.meta_json = meta.dump();
+  return save_checkpoint(path, ck);
+}
+
+Status Trainer::load_snapshot(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(Checkpoint ck, load_checkpoint(path));
+  std::map<std::string, Tensor> optim;
+  for (auto& [key, value] : ck.tensors) {
+    if (key.rfind("model/", 0) == 0) {
+      Status st = store_.assign(key.substr(6), value);
+      if (!st.is_ok()) return std::move(st).with_prefix("snapshot '" + path + "': ");
+    } else if (key.rfind("optim/", 0) == 0) {
+      optim[key.substr(6)] = value;
+    }
+  }
+  Status st = optimizer_->import_state(optim);
+  if (!st.is_ok()) return std::move(st).with_prefix("snapshot '" + path + "': ");
+  auto meta = nlohmann::json::parse(ck.meta_json, nullptr, false);
+  if (meta.is_discarded() || !meta.contains("loader"))
+    return invalid_argument("snapshot '", path, "' has no loader position; it was not written by kiln train");
+  step_ = meta.value("step", int64_t{0});
+  epoch_ = meta.value("epoch", int64_t{0});
+  elapsed_before_ = meta.value("elapsed_seconds", 0.0);
+  KILN_ASSIGN_OR_RETURN(LoaderState ls, LoaderState::parse(meta["loader"].get<std::string>()));
+  return train_loader_->restore(ls);
+}
+
+std::vector<std::string> Trainer::snapshots(const std::string& run_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(run_dir) / "snapshots", ec))
+    if (e.path().extension() == ".ckpt") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Trainer::summary() const {
+  return str_cat(model_->describe(), "\n", store_.parameter_count(), " parameters; input ", input_shape_.channels, "x",
+                 input_shape_.height, "x", input_shape_.width, ", ", classes_, " classes; ",
+                 train_loader_->batches_per_epoch(), " steps per epoch of ", config_.data.batch_size, " images");
+}
+
+}  // namespace kiln::train
