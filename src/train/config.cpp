@@ -287,9 +287,24 @@ Result<TrainConfig> load_train_config(const std::string& path, const std::vector
 
 std::string TrainConfig::to_yaml() const {
   YAML::Emitter out;
-  auto opts = [&out](const OptionMap& m) {
+  out.SetDoublePrecision(17);  // a resumed run reads back exactly the numbers it ran with
+  auto value = [&out](const OptionValue& v) {
+    if (auto s = v.text()) {
+      out << *s;
+    } else if (auto b = v.boolean(); b && !v.number()) {
+      out << *b;
+    } else if (auto n = v.number()) {
+      out << *n;
+    } else {
+      out << YAML::Flow << v.list().value_or(std::vector<double>{});
+    }
+  };
+  auto opts = [&out, &value](const OptionMap& m) {
     out << YAML::BeginMap;
-    for (const auto& [k, v] : m) out << YAML::Key << k << YAML::Value << v.to_string();
+    for (const auto& [k, v] : m) {
+      out << YAML::Key << k << YAML::Value;
+      value(v);
+    }
     out << YAML::EndMap;
   };
   out << YAML::BeginMap;
@@ -311,7 +326,7 @@ std::string TrainConfig::to_yaml() const {
   for (const AugmentSpec& a : data.augment) {
     out << YAML::BeginMap << YAML::Key << a.name << YAML::Value;
     if (a.options.size() == 1 && a.options.count(""))
-      out << a.options.at("").to_string();
+      value(a.options.at(""));
     else
       opts(a.options);
     out << YAML::EndMap;

@@ -304,11 +304,14 @@ Result<TrainResult> Trainer::fit(const std::function<void(const TrainEvent&)>& o
   double window_loss = 0, epoch_loss = 0;
   int64_t window_correct = 0, window_seen = 0, window_steps = 0, epoch_correct = 0, epoch_seen = 0, epoch_steps = 0;
   auto window_t0 = std::chrono::steady_clock::now();
+  double epoch_train = 0;
   while (step_ < total_steps) {
+    const auto step_t0 = std::chrono::steady_clock::now();
     KILN_ASSIGN_OR_RETURN(Batch batch, train_loader_->next());
     double loss = 0;
     int64_t correct = 0;
     KILN_RETURN_IF_ERROR(run_step(batch, loss, correct));
+    epoch_train += seconds_since(step_t0);
     const int64_t n = batch.labels.numel();
     window_loss += loss, epoch_loss += loss;
     window_correct += correct, epoch_correct += correct;
@@ -344,6 +347,8 @@ Result<TrainResult> Trainer::fit(const std::function<void(const TrainEvent&)>& o
       end.loss = epoch_loss / std::max<int64_t>(epoch_steps, 1);
       end.accuracy = static_cast<double>(epoch_correct) / std::max<int64_t>(epoch_seen, 1);
       end.elapsed_seconds = elapsed();
+      end.epoch_train_seconds = epoch_train;
+      epoch_train = 0;
       const bool last = step_ == total_steps || out_of_time;
       if (val_loader_ && ((tc.val_every && e.epoch % tc.val_every == 0) || last)) {
         KILN_ASSIGN_OR_RETURN(auto val, evaluate());
@@ -383,6 +388,7 @@ Status Trainer::append_metrics(const TrainEvent& e) {
                       {"lr", e.lr},
                       {"time", e.elapsed_seconds}};
   if (!e.epoch_end) j["images_per_s"] = e.images_per_second;
+  if (e.epoch_end) j["train_time"] = e.epoch_train_seconds;
   if (e.val_loss) j["val_loss"] = *e.val_loss;
   if (e.val_accuracy) j["val_acc"] = *e.val_accuracy;
   metrics_ << j.dump() << "\n";

@@ -30,7 +30,8 @@ struct TrainEvent {
   double accuracy = 0;  ///< training accuracy over the same steps
   double lr = 0;
   double images_per_second = 0;
-  double elapsed_seconds = 0;  ///< training time so far (resumed runs include the earlier time)
+  double elapsed_seconds = 0;      ///< training time so far (resumed runs include the earlier time)
+  double epoch_train_seconds = 0;  ///< epoch end: the time its steps took (loading, forward, backward, update)
   std::optional<double> val_loss, val_accuracy;
   std::string snapshot;  ///< the snapshot written at this point, if any
 };
