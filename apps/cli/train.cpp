@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "train/trainer.h"
+#include "train_export.h"
 
 namespace kiln::cli {
 namespace {
@@ -77,7 +78,12 @@ int run_train(const TrainOptions& opt) {
   std::printf("trained %lld steps in %.1f s%s", static_cast<long long>(result->steps), result->seconds,
               result->stopped_by_time ? " (stopped at trainer.max_seconds)" : "");
   if (result->val_accuracy) std::printf("; validation accuracy %.2f%%", 100 * *result->val_accuracy);
-  std::printf("\nrun folder: %s (config.yaml, metrics.jsonl, snapshots/)\n", run_dir.c_str());
+  std::printf("\n");
+  auto exported = export_and_check(t, run_dir);
+  if (!exported.is_ok()) return fail(std::move(exported.take_status()).with_prefix("export"));
+  std::printf("exported %s: an engine built from it matches the trained model on %lld images (max difference %.1e)\n",
+              exported->onnx_path.c_str(), static_cast<long long>(exported->images), exported->max_abs_diff);
+  std::printf("run folder: %s (config.yaml, metrics.jsonl, snapshots/, model.onnx)\n", run_dir.c_str());
   return 0;
 }
 

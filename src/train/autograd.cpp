@@ -105,7 +105,7 @@ class NodeGradBuilder final : public GradBuilder {
   bool training() const override { return s_.training; }
 
   Status with_context(Status inner) const {
-    return std::move(inner).with_prefix("gradient: ").with_node(node_.context());
+    return std::move(inner).with_prefix("gradient").with_node(node_.context());
   }
 
  private:

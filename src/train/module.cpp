@@ -212,9 +212,9 @@ class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, bool bias) : in_(in), out_(out), bias_(bias) {}
   Result<Value*> forward(ModuleContext& ctx, Value* x) override {
-    int64_t k = 1;
-    for (int i = 1; i < x->dims.rank(); ++i) k *= x->dims[i];
-    if (x->dims.rank() < 2 || k != in_)
+    int64_t k = 1;  // a dynamic dim leaves the check to FullyConnected at run time
+    for (int i = 1; i < x->dims.rank(); ++i) k = (k < 0 || x->dims[i] < 0) ? -1 : k * x->dims[i];
+    if (x->dims.rank() < 2 || (k >= 0 && k != in_))
       return invalid_argument(ctx.scoped("linear"), ": ", describe(), " expects [N, ", in_, "] but gets ",
                               x->dims.to_string());
     KILN_ASSIGN_OR_RETURN(Value * w, ctx.param("weight", Dims{out_, in_}, Init::fan_in_uniform(in_)));

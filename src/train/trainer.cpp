@@ -41,7 +41,7 @@ Result<std::shared_ptr<const Dataset>> open_dataset(const TrainConfig& c, const 
     if (d.width) p["width"] = std::to_string(d.width);
   }
   auto ds = train::open_dataset(p);
-  if (!ds.is_ok()) return std::move(ds.take_status()).with_prefix(c.file + ": data." + key + ": ");
+  if (!ds.is_ok()) return std::move(ds.take_status()).with_prefix(c.file + ": data." + key);
   if (limit <= 0 || limit >= (*ds)->size()) return ds;
   std::vector<int64_t> first(static_cast<size_t>(limit));
   for (int64_t i = 0; i < limit; ++i) first[i] = i;
@@ -417,13 +417,13 @@ Status Trainer::load_snapshot(const std::string& path) {
   for (auto& [key, value] : ck.tensors) {
     if (key.rfind("model/", 0) == 0) {
       Status st = store_.assign(key.substr(6), value);
-      if (!st.is_ok()) return std::move(st).with_prefix("snapshot '" + path + "': ");
+      if (!st.is_ok()) return std::move(st).with_prefix("snapshot '" + path + "'");
     } else if (key.rfind("optim/", 0) == 0) {
       optim[key.substr(6)] = value;
     }
   }
   Status st = optimizer_->import_state(optim);
-  if (!st.is_ok()) return std::move(st).with_prefix("snapshot '" + path + "': ");
+  if (!st.is_ok()) return std::move(st).with_prefix("snapshot '" + path + "'");
   auto meta = nlohmann::json::parse(ck.meta_json, nullptr, false);
   if (meta.is_discarded() || !meta.contains("loader"))
     return invalid_argument("snapshot '", path, "' has no loader position; it was not written by kiln train");
@@ -432,6 +432,36 @@ Status Trainer::load_snapshot(const std::string& path) {
   elapsed_before_ = meta.value("elapsed_seconds", 0.0);
   KILN_ASSIGN_OR_RETURN(LoaderState ls, LoaderState::parse(meta["loader"].get<std::string>()));
   return train_loader_->restore(ls);
+}
+
+Result<std::unique_ptr<Graph>> Trainer::inference_graph(int64_t batch) {
+  auto g = std::make_unique<Graph>();
+  ModuleContext ctx(*g, store_, Mode::kEval, /*params_as_constants=*/true);
+  const ImageShape& s = input_shape_;
+  KILN_ASSIGN_OR_RETURN(Value * image,
+                        g->add_input("image", DataType::kFloat32, Dims{batch, s.channels, s.height, s.width},
+                                     {batch < 0 ? "batch" : "", "", "", ""}));
+  KILN_ASSIGN_OR_RETURN(Value * logits, model_->forward(ctx, image));
+  KILN_RETURN_IF_ERROR(g->rename_value(logits, "logits"));
+  KILN_RETURN_IF_ERROR(g->mark_output(logits));
+  auto softmax = OpRegistry::global().find("Softmax")->make_attrs();
+  KILN_ASSIGN_OR_RETURN(Node * probs,
+                        g->add_node("Softmax", "probabilities", std::move(softmax), {logits}, {"probabilities"}));
+  KILN_RETURN_IF_ERROR(g->mark_output(probs->outputs[0]));
+  KILN_RETURN_IF_ERROR(g->verify());
+  return g;
+}
+
+Result<Tensor> Trainer::sample_images(int64_t batch) {
+  std::shared_ptr<const Dataset> set = val_set_ ? val_set_ : train_set_;
+  LoaderOptions o;
+  o.batch_size = std::min<int64_t>(batch, set->size());
+  o.shuffle = false;
+  KILN_ASSIGN_OR_RETURN(AugmentList aug,
+                        make_augmentations(augment_specs(config_, false), AugmentContext{set->mean_image()}));
+  KILN_ASSIGN_OR_RETURN(auto loader, DataLoader::create(set, aug, o));
+  KILN_ASSIGN_OR_RETURN(Batch b, loader->next());
+  return b.images;
 }
 
 std::vector<std::string> Trainer::snapshots(const std::string& run_dir) {

@@ -55,6 +55,13 @@ class Trainer {
   /// Loss and accuracy of the current parameters on the validation set.
   Result<std::pair<double, double>> evaluate();
 
+  /// The trained classifier for inference: input "image" [batch, C, H, W] (batch kDynamicDim: any, named "batch")
+  /// (after the loader's scaling and normalization), outputs "logits" and "probabilities"; parameters as constants (for
+  /// export).
+  Result<std::unique_ptr<Graph>> inference_graph(int64_t batch);
+  /// The first `batch` validation images (or training images without a validation set), as the loader gives them.
+  Result<Tensor> sample_images(int64_t batch);
+
   const TrainConfig& config() const { return config_; }
   const ParameterStore& parameters() const { return store_; }
   int64_t step() const { return step_; }

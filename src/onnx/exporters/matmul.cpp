@@ -68,6 +68,31 @@ Status export_matmul(ExportContext& ctx, const Node& node) {
   return Status::ok();
 }
 
+// kiln FullyConnected (y = flatten(x, axis) @ W^T + b) -> ONNX Flatten + Gemm(transB) for axis 1 (the layer's
+// output is then [N, out], as Gemm's).
+Status export_fully_connected(ExportContext& ctx, const Node& node) {
+  const auto& a = static_cast<const FullyConnectedAttrs&>(*node.attrs);
+  if (a.fused.on || (node.inputs.size() > kGemmResidualInput && node.inputs[kGemmResidualInput]))
+    return unsupported("this FullyConnected has an optimizer epilogue (fused ",
+                       a.fused.on ? "activation" : "residual add",
+                       ") that ONNX's Gemm cannot express; export the graph before optimizing it");
+  const int rank = node.inputs[0]->dims.rank();
+  const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
+  if (axis != 1)
+    return unsupported("FullyConnected with axis ", a.axis, " (only axis 1, a [N, out] output, exports as ONNX Gemm)");
+  const auto in = input_names(ctx, node);
+  const auto out = output_names(ctx, node);
+  std::string flat = in[0];
+  if (rank != 2) {
+    flat = ctx.fresh_name(node.name + "/flatten");
+    set_attr(ctx.add_node("Flatten", {in[0]}, {flat}, node.name + "/flatten"), "axis", int64_t{1});
+  }
+  std::vector<std::string> gemm_in{flat, in[1]};
+  if (in.size() > 2 && !in[2].empty()) gemm_in.push_back(in[2]);
+  set_attr(ctx.add_node("Gemm", gemm_in, out, node.name), "transB", int64_t{1});
+  return Status::ok();
+}
+
 // The optimizer's MLP chains have no ONNX op: say so instead of "cannot export yet".
 Status refuse_mlp(ExportContext&, const Node&) {
   return unsupported(
@@ -77,6 +102,7 @@ Status refuse_mlp(ExportContext&, const Node&) {
 
 KILN_REGISTER_ONNX_EXPORTER("MatrixMultiply", export_matmul);
 KILN_REGISTER_ONNX_EXPORTER("MLP", refuse_mlp);
+KILN_REGISTER_ONNX_EXPORTER("FullyConnected", export_fully_connected);
 
 }  // namespace
 }  // namespace kiln::onnx_export
