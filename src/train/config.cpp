@@ -18,6 +18,7 @@ struct Reader {
     return invalid_argument(where, ": '", key, "' ", what);
   }
   Result<std::string> text(const YAML::Node& n, const std::string& key) const {
+    if (n.IsNull()) return std::string();  // `key:` or `key=` with nothing: empty
     if (!n.IsScalar()) return error(n, key, "must be a single value");
     return n.Scalar();
   }
@@ -210,6 +211,7 @@ Result<TrainConfig> parse_train_config(const std::string& text, const std::strin
       {"height", set(d.height, i64)},
       {"width", set(d.width, i64)},
       {"channels", set(d.channels, i64)},
+      {"classes", set(d.classes, i64)},
       {"scale", set(d.scale, f64)},
       {"mean", set(d.mean, list)},
       {"std", set(d.std, list)},
@@ -320,8 +322,9 @@ std::string TrainConfig::to_yaml() const {
       << YAML::Key << "drop_last" << YAML::Value << data.drop_last << YAML::Key << "workers" << YAML::Value
       << data.workers << YAML::Key << "prefetch" << YAML::Value << data.prefetch << YAML::Key << "height" << YAML::Value
       << data.height << YAML::Key << "width" << YAML::Value << data.width << YAML::Key << "channels" << YAML::Value
-      << data.channels << YAML::Key << "scale" << YAML::Value << data.scale << YAML::Key << "mean" << YAML::Value
-      << YAML::Flow << data.mean << YAML::Key << "std" << YAML::Value << YAML::Flow << data.std;
+      << data.channels << YAML::Key << "classes" << YAML::Value << data.classes << YAML::Key << "scale" << YAML::Value
+      << data.scale << YAML::Key << "mean" << YAML::Value << YAML::Flow << data.mean << YAML::Key << "std"
+      << YAML::Value << YAML::Flow << data.std;
   out << YAML::Key << "augment" << YAML::Value << YAML::BeginSeq;
   for (const AugmentSpec& a : data.augment) {
     out << YAML::BeginMap << YAML::Key << a.name << YAML::Value;

@@ -27,7 +27,7 @@ struct TrainConfig {
   } model;
 
   struct Data {
-    std::string format = "idx";  ///< idx, folder, list, lmdb
+    std::string format = "idx";  ///< idx, folder, list, lmdb, synthetic (benchmarks: hashed pixels, no files)
     std::string train, val;      ///< idx: a folder and split names; folder/list/lmdb: paths
     std::string train_split = "train", val_split = "t10k";
     std::string labels;                      ///< list: the labels file
@@ -39,6 +39,7 @@ struct TrainConfig {
     int64_t workers = 2;
     int64_t prefetch = 4;
     int64_t height = 0, width = 0, channels = 0;  ///< folder/list images resized to this (0: as stored)
+    int64_t classes = 0;                          ///< synthetic: the number of classes (0: 1000)
     double scale = 1.0 / 255.0;                   ///< pixel * scale, then (x - mean) / std per channel
     std::vector<double> mean, std;
     std::vector<AugmentSpec> augment;

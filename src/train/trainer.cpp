@@ -22,10 +22,19 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 Result<std::shared_ptr<const Dataset>> open_dataset(const TrainConfig& c, const std::string& path,
                                                     const std::string& split, int64_t limit, const char* key) {
-  if (path.empty()) return invalid_argument(c.file, ": 'data.", key, "' is missing: name the ", key, " data");
   const auto& d = c.data;
+  if (path.empty() && d.format != "synthetic")
+    return invalid_argument(c.file, ": 'data.", key, "' is missing: name the ", key, " data");
   DatasetParams p{{"type", d.format}};
-  if (d.format == "idx") {
+  if (d.format == "synthetic") {
+    p["count"] = std::to_string(limit > 0 ? limit : 1024);
+    p["height"] = std::to_string(d.height ? d.height : 224);
+    p["width"] = std::to_string(d.width ? d.width : 224);
+    p["channels"] = std::to_string(d.channels ? d.channels : 3);
+    p["classes"] = std::to_string(d.classes ? d.classes : 1000);
+    p["seed"] = std::string(key) == "val" ? "1" : "0";
+    limit = 0;
+  } else if (d.format == "idx") {
     p["dir"] = path;
     p["split"] = split;
     if (path.find("fashion") != std::string::npos) p["classes"] = "fashion-mnist";
@@ -103,9 +112,6 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config, cons
   if (c.trainer.precision != "fp32")
     return unsupported(c.file, ": 'trainer.precision' ", c.trainer.precision,
                        " is not trained yet (mixed precision is still to come): use fp32");
-  if (c.trainer.backend != "cpu")
-    return unsupported(c.file, ": 'trainer.backend' ", c.trainer.backend,
-                       " cannot train yet (the CUDA backward kernels are still to come): use cpu");
   t->store_ = ParameterStore(static_cast<uint64_t>(c.trainer.seed));
   KILN_ASSIGN_OR_RETURN(t->train_set_, open_dataset(c, c.data.train, c.data.train_split, c.data.train_limit, "train"));
   if (!c.data.val.empty()) {
@@ -179,7 +185,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config, cons
 Status Trainer::build_engines() {
   const TrainConfig& c = config_;
   BuildOptions build;
-  build.backend = Backend::kCpu;
+  // On CUDA, ops without a CUDA kernel run as host-fallback steps; parameters and gradients stay on the host
+  // (the optimizer's update runs there) and travel each step.
+  build.backend = c.trainer.backend == "cuda" ? Backend::kCuda : Backend::kCpu;
   build.optimization_level = 1;
   build.threads = static_cast<int>(c.trainer.threads);
   auto graph_for = [&](Mode mode, int64_t batch, Graph& g, ModuleContext& ctx) -> Result<Value*> {

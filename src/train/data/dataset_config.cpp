@@ -2,6 +2,7 @@
 
 #include "train/data/lmdb_store.h"
 #include "train/data/params.h"
+#include "train/data/synthetic.h"
 
 namespace kiln::train {
 
@@ -23,7 +24,7 @@ Result<ImageFileOptions> image_file_options(ParamReader& r) {
 
 Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetParams& params) {
   auto type_it = params.find("type");
-  if (type_it == params.end()) return invalid_argument("dataset: key 'type' is required (idx, folder, list or lmdb)");
+  if (type_it == params.end()) return invalid_argument("dataset: key 'type' is required (idx, folder, list, lmdb or synthetic)");
   const std::string type = type_it->second;
   ParamReader r(str_cat("dataset (type ", type, ")"), params);
   (void)r.has("type");
@@ -68,8 +69,18 @@ Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetParams& params)
     KILN_ASSIGN_OR_RETURN(std::string path, r.text("path", std::nullopt));
     KILN_RETURN_IF_ERROR(r.finish());
     KILN_ASSIGN_OR_RETURN(out, LmdbDataset::open(path));
+  } else if (type == "synthetic") {
+    KILN_ASSIGN_OR_RETURN(int64_t count, r.integer("count", 1024, 1, int64_t{1} << 31));
+    ImageShape shape;
+    KILN_ASSIGN_OR_RETURN(shape.height, r.integer("height", 224, 1, 1 << 15));
+    KILN_ASSIGN_OR_RETURN(shape.width, r.integer("width", 224, 1, 1 << 15));
+    KILN_ASSIGN_OR_RETURN(shape.channels, r.integer("channels", 3, 1, 4));
+    KILN_ASSIGN_OR_RETURN(int64_t classes, r.integer("classes", 1000, 2, 100000));
+    KILN_ASSIGN_OR_RETURN(int64_t seed, r.integer("seed", 0, 0, int64_t{1} << 62));
+    KILN_RETURN_IF_ERROR(r.finish());
+    KILN_ASSIGN_OR_RETURN(out, SyntheticDataset::create(count, shape, classes, static_cast<uint64_t>(seed)));
   } else {
-    return invalid_argument("dataset: key 'type' is '", type, "' (idx, folder, list or lmdb)");
+    return invalid_argument("dataset: key 'type' is '", type, "' (idx, folder, list, lmdb or synthetic)");
   }
   return out;
 }
