@@ -25,6 +25,7 @@
 
 #include "core/cuda_runtime.h"
 #include "kernels/cuda/conv_epilogue.h"
+#include "kernels/cuda/conv_pad.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "ops/convolution/convolution.h"
@@ -773,7 +774,9 @@ Result<std::unique_ptr<Kernel>> create_deconv(const OpCall& call) {
 // and dy: cudnnConvolutionBackwardFilter) on the forward's descriptors (`Problem`: x or dx, w or dw, dy as y). Tactics
 // are cuDNN's backward algorithms as the _v7 heuristics offer them, named as the deconvolution's ("algo_1",
 // "winograd_nonfused+tensor_op", ...); float32 keeps FMA math (no TF32). A tactic is listed only when cuDNN gives
-// its workspace size; the builder compares `workspace_bytes` with its limit.
+// its workspace size; the builder compares `workspace_bytes` with its limit. Pads that differ at the two ends of an
+// axis (which cuDNN cannot express) run on an explicitly zero-padded x with no pads: the filter gradient pads x into
+// a scratch buffer first, the data gradient computes the padded dx and crops it.
 
 struct BwdFilterAlgoName {
   cudnnConvolutionBwdFilterAlgo_t algo;
@@ -795,6 +798,7 @@ struct BwdDataOp {
   using Algo = cudnnConvolutionBwdDataAlgo_t;
   using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
   static constexpr const char* kName = "cuda.cudnn.convolution_backward_data";
+  static constexpr bool kWritesX = true;
   static constexpr const char* kOp = "ConvolutionBackwardData";
   static constexpr Algo kFallback = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   static constexpr const auto& algos() { return kBwdAlgos; }
@@ -818,12 +822,13 @@ struct BwdDataOp {
   static cudnnStatus_t workspace(cudnnHandle_t h, const Problem& p, Algo algo, size_t* bytes) {
     return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.wd.get(), p.yd.get(), p.cd.get(), p.xd.get(), algo, bytes);
   }
-  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, KernelContext& ctx) {
+  // x: dx (or its padded form) written; w and dy read.
+  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, void* x, const void* w,
+                    const void* dy) {
     const float one = 1.f, zero = 0.f;
-    return cuda::check(
-        cudnnConvolutionBackwardData(h, &one, p.wd.get(), ctx.src[1].raw(), p.yd.get(), ctx.src[0].raw(), p.cd.get(),
-                                     algo, ws, ws_bytes, &zero, p.xd.get(), ctx.dst[0].raw()),
-        "cudnnConvolutionBackwardData");
+    return cuda::check(cudnnConvolutionBackwardData(h, &one, p.wd.get(), w, p.yd.get(), dy, p.cd.get(), algo, ws,
+                                                    ws_bytes, &zero, p.xd.get(), x),
+                       "cudnnConvolutionBackwardData");
   }
 };
 
@@ -831,6 +836,7 @@ struct BwdFilterOp {
   using Algo = cudnnConvolutionBwdFilterAlgo_t;
   using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
   static constexpr const char* kName = "cuda.cudnn.convolution_backward_filter";
+  static constexpr bool kWritesX = false;
   static constexpr const char* kOp = "ConvolutionBackwardFilter";
   static constexpr Algo kFallback = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
   static constexpr const auto& algos() { return kBwdFilterAlgos; }
@@ -855,14 +861,43 @@ struct BwdFilterOp {
     return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.xd.get(), p.yd.get(), p.cd.get(), p.wd.get(), algo,
                                                           bytes);
   }
-  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, KernelContext& ctx) {
+  // dw written; x (or its padded form) and dy read.
+  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, const void* x, void* w,
+                    const void* dy) {
     const float one = 1.f, zero = 0.f;
-    return cuda::check(
-        cudnnConvolutionBackwardFilter(h, &one, p.xd.get(), ctx.src[0].raw(), p.yd.get(), ctx.src[1].raw(), p.cd.get(),
-                                       algo, ws, ws_bytes, &zero, p.wd.get(), ctx.dst[0].raw()),
-        "cudnnConvolutionBackwardFilter");
+    return cuda::check(cudnnConvolutionBackwardFilter(h, &one, p.xd.get(), x, p.yd.get(), dy, p.cd.get(), algo, ws,
+                                                      ws_bytes, &zero, p.wd.get(), w),
+                       "cudnnConvolutionBackwardFilter");
   }
 };
+
+// What cuDNN runs for a backward problem: the attributes and x dims of its descriptors. With pads that differ at the
+// two ends of an axis, x is padded explicitly (`padded`; `begin` and `end` per spatial axis) and the attributes have
+// no pads.
+struct BwdGeometry {
+  ConvolutionAttrs attrs;
+  Dims x;
+  bool padded = false;
+  std::vector<int64_t> begin, end;
+};
+
+Result<BwdGeometry> bwd_geometry(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
+  KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
+  BwdGeometry g{a, x, false, win.pads_begin, win.pads_end};
+  for (int i = 0; i < win.rank(); ++i) {
+    if (win.pads_begin[i] < 0 || win.pads_end[i] < 0)
+      return unsupported("cuDNN convolution gradients take no negative pads");
+    g.padded = g.padded || win.pads_begin[i] != win.pads_end[i];
+  }
+  if (!g.padded) return g;
+  g.attrs.pads.assign(2 * static_cast<size_t>(win.rank()), 0);
+  g.attrs.auto_pad = AutoPad::kNotSet;
+  for (int i = 0; i < win.rank(); ++i) g.x[2 + i] = x[2 + i] + win.pads_begin[i] + win.pads_end[i];
+  if (g.x.numel() > kMaxCudnnCount)
+    return unsupported("the explicitly padded x ", g.x.to_string(),
+                       " of this convolution gradient has 2^31 elements or more");
+  return g;
+}
 
 template <class Op>
 struct BwdTactic {
@@ -944,8 +979,10 @@ std::vector<std::string> bwd_tactics(const OpCall& call) {
   auto h = cuda::cudnn_handle(device);
   if (!h) return {};
   const DataType dt = call.inputs[0].dtype;
+  auto g = bwd_geometry(call.attrs_as<ConvolutionAttrs>(), x, w);
+  if (!g) return {};
   Problem p;
-  if (!p.set(call.attrs_as<ConvolutionAttrs>(), dt, x, w, y).is_ok()) return {};
+  if (!p.set(g->attrs, dt, g->x, w, y).is_ok()) return {};
   std::vector<std::string> out;
   for (cudnnMathType_t m : query_math(dt)) {
     auto found = query_bwd<Op>(*h, p, m, dt);
@@ -969,7 +1006,7 @@ class CudnnConvolutionBackward final : public Kernel {
     return str_cat("cuDNN ", Op::kOp, " ", BwdTactic<Op>{algo_, math_class(math_)}.to_string(),
                    tactic_.algo ? "" : " (the heuristic's first)", ", workspace ", workspace_bytes_, " bytes");
   }
-  size_t workspace_bytes() const override { return workspace_bytes_; }
+  size_t workspace_bytes() const override { return workspace_bytes_ + padded_bytes_; }
 
   Status run(KernelContext& ctx) override {
     Tensor& out = Op::out(ctx);
@@ -987,14 +1024,32 @@ class CudnnConvolutionBackward final : public Kernel {
       KILN_RETURN_IF_ERROR(prepare(ctx.attrs<ConvolutionAttrs>(), x, w, y, h));
     KILN_ASSIGN_OR_RETURN(void* workspace, workspace_.get(ctx.allocator, workspace_bytes_,
                                                           "cuDNN convolution backward workspace", stream));
-    return Op::run(h, p_, algo_, workspace, workspace_bytes_, ctx);
+    if (!g_.padded) {
+      if constexpr (Op::kWritesX)
+        return Op::run(h, p_, algo_, workspace, workspace_bytes_, out.raw(), w.raw(), y.raw());
+      else
+        return Op::run(h, p_, algo_, workspace, workspace_bytes_, x.raw(), out.raw(), y.raw());
+    }
+    KILN_ASSIGN_OR_RETURN(void* padded,
+                          padded_.get(ctx.allocator, padded_bytes_, "convolution gradient padded x", stream));
+    const size_t elem = dtype_size(y.dtype());
+    if constexpr (Op::kWritesX) {
+      KILN_RETURN_IF_ERROR(Op::run(h, p_, algo_, workspace, workspace_bytes_, padded, w.raw(), y.raw()));
+      return cuda::conv_pad_copy(false, padded, out.raw(), elem, x.dims(), g_.begin, g_.end, stream);
+    } else {
+      KILN_RETURN_IF_ERROR(cuda::check(cudaMemsetAsync(padded, 0, padded_bytes_, stream), "cudaMemsetAsync (padding)"));
+      KILN_RETURN_IF_ERROR(cuda::conv_pad_copy(true, x.raw(), padded, elem, x.dims(), g_.begin, g_.end, stream));
+      return Op::run(h, p_, algo_, workspace, workspace_bytes_, padded, out.raw(), y.raw());
+    }
   }
 
  private:
   Status prepare(const ConvolutionAttrs& a, const Tensor& x, const Tensor& w, const Tensor& y, cudnnHandle_t h) {
     ready_ = false;
     const DataType dt = y.dtype();
-    KILN_RETURN_IF_ERROR(p_.set(a, dt, x.dims(), w.dims(), y.dims()));
+    KILN_ASSIGN_OR_RETURN(g_, bwd_geometry(a, x.dims(), w.dims()));
+    padded_bytes_ = g_.padded ? static_cast<size_t>(g_.x.numel()) * dtype_size(dt) : 0;
+    KILN_RETURN_IF_ERROR(p_.set(g_.attrs, dt, g_.x, w.dims(), y.dims()));
     std::optional<typename Op::Perf> chosen;
     std::optional<size_t> bytes;
     // The questions `bwd_tactics` asked, so that a tactic it listed is found again.
@@ -1029,10 +1084,11 @@ class CudnnConvolutionBackward final : public Kernel {
   bool ready_ = false;
   Dims x_dims_, w_dims_, y_dims_;
   Problem p_;
+  BwdGeometry g_;
   typename Op::Algo algo_ = Op::kFallback;
   cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
-  size_t workspace_bytes_ = 0;
-  cuda::DeviceScratch workspace_;
+  size_t workspace_bytes_ = 0, padded_bytes_ = 0;
+  cuda::DeviceScratch workspace_, padded_;
 };
 
 template <class Op>
@@ -1053,8 +1109,7 @@ Status bwd_supports(const OpCall& call) {
   const Dims& y = Op::y_dims(call);
   if (x.rank() < 3 || x.rank() > 5) return unsupported("cuDNN convolution gradients take 1-D to 3-D problems");
   if (!x.is_static() || !w.is_static()) return Status::ok();
-  KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
-  KILN_RETURN_IF_ERROR(check_window(win));
+  KILN_RETURN_IF_ERROR(bwd_geometry(a, x, w).status());
   for (const Dims* d : {&x, &w, &y})
     if (d->is_static() && d->numel() > kMaxCudnnCount)
       return unsupported("cuDNN convolutions here take tensors below 2^31 elements; this one has ", d->numel());

@@ -98,14 +98,18 @@ __global__ void __launch_bounds__(kThreads)
     const float lse = item_lse(p, x, j, lane);
     float sw = 0.f;
     if (p.eps != 0.f) {
-      for (int64_t c = lane; c < p.s.classes; c += 32) sw += weight_at(w, c) * (cuda::to_float(x[p.s.at(j, c)]) - lse);
+      for (int64_t c = lane; c < p.s.classes; c += 32) {
+        const float wc = weight_at(w, c);  // a zero weight adds nothing, even against a -inf log-probability
+        if (wc != 0.f) sw += wc * (cuda::to_float(x[p.s.at(j, c)]) - lse);
+      }
       sw = cuda::warp_sum(sw);
     }
     if (lane == 0) {
       const float wt = weight_at(w, cls);
       const float lp = cuda::to_float(x[p.s.at(j, cls)]) - lse;
       const float eps_c = p.eps / static_cast<float>(p.s.classes);
-      float l = -(wt * (1.f - p.eps) * lp);
+      const float q = wt * (1.f - p.eps);
+      float l = q != 0.f ? -q * lp : 0.f;
       if (p.eps != 0.f) l -= eps_c * sw;
       loss[j] = l;
       weight[j] = wt;
