@@ -1,4 +1,5 @@
-// CUDA CrossEntropyLoss and CrossEntropyLossBackward (with respect to the input) for class-index targets: class
+// CUDA CrossEntropyLoss and CrossEntropyLossBackward (with respect to the input), and NLLLoss and NLLLossBackward (the
+// same kernels with x as the log-probabilities), for class-index targets: class
 // weights, label smoothing, ignore_index, mean/sum/none (the formulas of kernels/ref/loss.cpp's class_loss). x is
 // viewed as [outer, classes, inner]; one warp per item (o, i) walks its classes: max, log-sum-exp, then the item's
 // loss -(w[t] (1 - eps) lp[t] + eps / C sum_c w[c] lp[c]) or its column of dx,
@@ -54,6 +55,7 @@ struct Params {
   int64_t ignore_index = -100;
   float eps = 0.f;
   LossReduction reduction = LossReduction::kMean;
+  bool nll = false;  // NLLLoss: x holds the log-probabilities themselves
 };
 
 template <class T>
@@ -71,6 +73,7 @@ __device__ inline int64_t class_of(const Params& p, int64_t j) {
 // log-sum-exp of item j's logits over the warp (every lane gets it).
 template <class T>
 __device__ float item_lse(const Params& p, const T* x, int64_t j, int lane) {
+  if (p.nll) return 0.f;
   float m = -INFINITY;
   for (int64_t c = lane; c < p.s.classes; c += 32) m = fmaxf(m, cuda::to_float(x[p.s.at(j, c)]));
   m = cuda::warp_max(m);
@@ -158,6 +161,11 @@ __global__ void __launch_bounds__(kThreads)
     }
     float g = cuda::to_float(dy[p.reduction == LossReduction::kNone ? j : 0]);
     if (p.reduction == LossReduction::kMean) g /= *denom;
+    if (p.nll) {  // -g w[t] at the target class
+      for (int64_t c = lane; c < p.s.classes; c += 32)
+        dx[p.s.at(j, c)] = cuda::from_float<T>(c == cls ? -g * weight_at(w, c) : 0.f);
+      continue;
+    }
     const float lse = item_lse(p, x, j, lane);
     float sw = 0.f;
     if (p.eps != 0.f) {
@@ -194,7 +202,10 @@ Params params_of(const KernelContext& ctx, const Tensor& x, const Tensor& target
   p.s = items_of(x.dims());
   p.target = Target{target.raw(), target.dtype() == DataType::kInt64};
   p.ignore_index = a.ignore_index;
-  p.eps = a.label_smoothing;
+  if constexpr (requires { a.label_smoothing; })
+    p.eps = a.label_smoothing;
+  else
+    p.nll = true;
   p.reduction = a.reduction;
   return p;
 }
@@ -203,13 +214,14 @@ const Tensor* optional_src(const KernelContext& ctx, size_t i) {
   return i < ctx.src.size() && ctx.src[i].defined() ? &ctx.src[i] : nullptr;
 }
 
+template <class A>
 class CrossEntropy final : public Kernel {
  public:
   size_t workspace_bytes() const override { return scratch_bytes_; }
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.src[0];
-    const Params p = params_of<CrossEntropyLossAttrs>(ctx, x, ctx.src[1]);
+    const Params p = params_of<A>(ctx, x, ctx.src[1]);
     const Tensor* w = optional_src(ctx, 2);
     Tensor& out = ctx.dst[0];
     const int64_t items = p.s.count();
@@ -220,7 +232,7 @@ class CrossEntropy final : public Kernel {
     KILN_ASSIGN_OR_RETURN(void* scratch, scratch_.get(ctx.allocator, scratch_bytes_, "CrossEntropyLoss items", stream));
     float* loss = static_cast<float*>(scratch);
     float* weight = loss + std::max<int64_t>(items, 1);
-    return dispatch(x.dtype(), "CrossEntropyLoss", [&](auto tag) -> Status {
+    return dispatch(x.dtype(), p.nll ? "NLLLoss" : "CrossEntropyLoss", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       const T* wp = w ? w->data<T>() : nullptr;
       if (items > 0) {
@@ -250,19 +262,21 @@ __global__ void convert_kernel(const float* from, T* to, int64_t n) {
     to[i] = cuda::from_float<T>(from[i]);
 }
 
+template <class A>
 template <class T>
-Status CrossEntropy::dispatch_copy(const float* from, T* to, int64_t n, cudaStream_t stream) {
+Status CrossEntropy<A>::dispatch_copy(const float* from, T* to, int64_t n, cudaStream_t stream) {
   convert_kernel<T><<<cuda::grid_for(n), 256, 0, stream>>>(from, to, n);
   return cuda::check(cudaGetLastError(), "cross entropy output kernel launch");
 }
 
+template <class A>
 class CrossEntropyBackward final : public Kernel {
  public:
   size_t workspace_bytes() const override { return scratch_bytes_; }
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.src[1];
-    const Params p = params_of<CrossEntropyLossBackwardAttrs>(ctx, x, ctx.src[2]);
+    const Params p = params_of<A>(ctx, x, ctx.src[2]);
     const Tensor* w = optional_src(ctx, 3);
     Tensor& dx = ctx.dst[0];
     const int64_t items = p.s.count();
@@ -283,7 +297,7 @@ class CrossEntropyBackward final : public Kernel {
       reduce_items<float><<<1, kReduceThreads, 0, stream>>>(nullptr, weight, items, p.reduction, nullptr, denom);
       KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "cross entropy denominator launch"));
     }
-    return dispatch(x.dtype(), "CrossEntropyLossBackward", [&](auto tag) -> Status {
+    return dispatch(x.dtype(), p.nll ? "NLLLossBackward" : "CrossEntropyLossBackward", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       cross_entropy_backward_items<T><<<warp_blocks(items), kThreads, 0, stream>>>(
           p, ctx.src[0].data<T>(), x.data<T>(), w ? w->data<T>() : nullptr, denom, dx.data<T>());
@@ -318,7 +332,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .priority = 10,
     .supports = [](const OpCall& call) { return supports_classes(call, "cuda.cross_entropy_loss", 0); },
     .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-      return std::unique_ptr<Kernel>(std::make_unique<CrossEntropy>());
+      return std::unique_ptr<Kernel>(std::make_unique<CrossEntropy<CrossEntropyLossAttrs>>());
     },
 });
 
@@ -334,7 +348,34 @@ KILN_REGISTER_KERNEL(KernelImpl{
       return supports_classes(call, "cuda.cross_entropy_loss_backward", 1);
     },
     .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-      return std::unique_ptr<Kernel>(std::make_unique<CrossEntropyBackward>());
+      return std::unique_ptr<Kernel>(std::make_unique<CrossEntropyBackward<CrossEntropyLossBackwardAttrs>>());
+    },
+});
+
+KILN_REGISTER_KERNEL(KernelImpl{
+    .name = "cuda.nll_loss",
+    .op = "NLLLoss",
+    .backend = Backend::kCuda,
+    .priority = 10,
+    .supports = [](const OpCall& call) { return supports_classes(call, "cuda.nll_loss", 0); },
+    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(std::make_unique<CrossEntropy<NLLLossAttrs>>());
+    },
+});
+
+KILN_REGISTER_KERNEL(KernelImpl{
+    .name = "cuda.nll_loss_backward",
+    .op = "NLLLossBackward",
+    .backend = Backend::kCuda,
+    .priority = 10,
+    .supports = [](const OpCall& call) -> Status {
+      if (call.attrs_as<NLLLossBackwardAttrs>().wrt != ClassLossWrt::kInput)
+        return unsupported("cuda.nll_loss_backward differentiates the input only (wrt input), not ",
+                           enum_name(call.attrs_as<NLLLossBackwardAttrs>().wrt));
+      return supports_classes(call, "cuda.nll_loss_backward", 1);
+    },
+    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(std::make_unique<CrossEntropyBackward<NLLLossBackwardAttrs>>());
     },
 });
 
