@@ -1,9 +1,11 @@
 // CUDA training normalization (the formulas of kernels/ref/normalization_train.h, sums in float32):
-// - BatchNormalizationTraining: one block per channel of x [N, C, ...]: batch mean, then the variance around it (no
-//   Bessel correction), y = x * s + t, the running statistics momentum * running + (1 - momentum) * batch, and the
-//   saved mean and 1 / sqrt(var + epsilon).
-// - BatchNormalizationBackward: one block per channel: sum(dy) and sum(dy * xhat) in one pass, then dx (training:
-//   with the batch statistics' dependence on x; global_stats: dx = dy * scale * inv_std, plus dmean and dvar).
+// - BatchNormalizationTraining over x [N, C, ...]: the batch mean, then the variance around it (no Bessel
+//   correction), y = x * s + t, the running statistics momentum * running + (1 - momentum) * batch, and the saved
+//   mean and 1 / sqrt(var + epsilon).
+// - BatchNormalizationBackward: sum(dy) and sum(dy * xhat) in one pass, then dx (training: with the batch
+//   statistics' dependence on x; global_stats: dx = dy * scale * inv_std, plus dmean and dvar).
+//   Both split every channel into pieces (see "BatchNormalization kernels" below) so that the whole GPU works on a
+//   few channels of many elements.
 // - LayerNormalizationBackward: one block per row (the dims before axis): mean and inv_std (kept in scratch), the
 //   row sums of g = dy * scale and g * xhat, dx; then one thread per normalized element sums dscale over the rows.
 // Per-channel parameters may have another float type than x (read through load_float).
@@ -61,84 +63,164 @@ Channels channels_of(const Dims& x) {
 
 unsigned blocks_for(int64_t units) { return static_cast<unsigned>(std::clamp<int64_t>(units, 1, int64_t{1} << 20)); }
 
-template <class T>
+// BatchNormalization kernels. Each channel's count = N * inner elements split into `chunks` pieces: one block per
+// (chunk, channel) sums its piece (partial[ch * chunks + k]), one thread per channel adds the partial sums in order
+// (double), and the elementwise pass runs over every element at once. Deterministic: no atomics.
+struct Chunks {
+  int64_t chunks = 1, size = 1;  // pieces per channel, elements per piece
+};
+
+Chunks chunks_for(int64_t count) {
+  constexpr int64_t kPiece = 16 * kThreads;
+  Chunks c;
+  c.chunks = std::clamp<int64_t>((count + kPiece - 1) / kPiece, 1, 1024);
+  c.size = std::max<int64_t>((count + c.chunks - 1) / c.chunks, 1);
+  return c;
+}
+
+// Blocks over (chunk, channel): x the chunk, y (and z) the channel.
+dim3 chunk_grid(const Channels& v, const Chunks& c) {
+  const int64_t ch = std::max<int64_t>(v.c, 1);
+  return dim3(static_cast<unsigned>(c.chunks), static_cast<unsigned>(std::min<int64_t>(ch, 65535)),
+              static_cast<unsigned>(std::min<int64_t>((ch + 65534) / 65535, 65535)));
+}
+
+__device__ inline int64_t channel_of_block() { return static_cast<int64_t>(blockIdx.z) * gridDim.y + blockIdx.y; }
+
+// partial[ch * chunks + k] = sum over chunk k of channel ch of f(x[i]) (f: x, or (x - mean[ch])^2).
+template <class T, bool kSquares>
 __global__ void __launch_bounds__(kThreads)
-    batch_norm_training_kernel(Channels v, const T* x, T* y, FloatRef scale, FloatRef bias, FloatRef running_mean,
-                               FloatRef running_var, FloatRef new_mean, FloatRef new_var, float* saved_mean,
-                               float* saved_inv_std, float epsilon, float momentum) {
+    channel_partial_sums(Channels v, Chunks c, const T* x, const float* mean, float* partial) {
   __shared__ float scratch[32];
-  const int64_t count = v.n * v.inner;
-  for (int64_t ch = blockIdx.x; ch < v.c; ch += gridDim.x) {
-    float part = 0.f;
-    for (int64_t idx = threadIdx.x; idx < count; idx += blockDim.x) part += cuda::to_float(x[v.at(ch, idx)]);
-    const float mean = count > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(count) : 0.f;
-    part = 0.f;
-    for (int64_t idx = threadIdx.x; idx < count; idx += blockDim.x) {
-      const float d = cuda::to_float(x[v.at(ch, idx)]) - mean;
-      part += d * d;
-    }
-    const float var = count > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(count) : 0.f;
-    const double inv_std = 1.0 / sqrt(static_cast<double>(var) + epsilon);
+  const int64_t ch = channel_of_block();
+  if (ch >= v.c) return;
+  const int64_t count = v.n * v.inner, begin = blockIdx.x * c.size,
+                end = begin + c.size < count ? begin + c.size : count;
+  const float m = kSquares ? mean[ch] : 0.f;
+  float part = 0.f;
+  for (int64_t idx = begin + threadIdx.x; idx < end; idx += blockDim.x) {
+    const float e = cuda::to_float(x[v.at(ch, idx)]);
+    part += kSquares ? (e - m) * (e - m) : e;
+  }
+  part = cuda::block_sum(part, scratch);
+  if (threadIdx.x == 0) partial[ch * c.chunks + blockIdx.x] = part;
+}
+
+__device__ inline double channel_total(const float* partial, int64_t chunks, int64_t ch) {
+  double total = 0;
+  for (int64_t k = 0; k < chunks; ++k) total += partial[ch * chunks + k];
+  return total;
+}
+
+__global__ void channel_means(const float* partial, int64_t chunks, int64_t channels, int64_t count, float* mean) {
+  for (int64_t ch = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; ch < channels;
+       ch += int64_t{blockDim.x} * gridDim.x)
+    mean[ch] = count > 0 ? static_cast<float>(channel_total(partial, chunks, ch) / static_cast<double>(count)) : 0.f;
+}
+
+// The variance, saved statistics, running statistics and y = x * s + t's coefficients (st[2 ch], st[2 ch + 1]).
+__global__ void batch_norm_statistics(const float* partial, int64_t chunks, int64_t channels, int64_t count,
+                                      const float* mean, FloatRef scale, FloatRef bias, FloatRef running_mean,
+                                      FloatRef running_var, FloatRef new_mean, FloatRef new_var, float* saved_mean,
+                                      float* saved_inv_std, float epsilon, float momentum, float* st) {
+  for (int64_t ch = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; ch < channels;
+       ch += int64_t{blockDim.x} * gridDim.x) {
+    const double m = mean[ch];
+    const double var = count > 0 ? channel_total(partial, chunks, ch) / static_cast<double>(count) : 0.0;
+    const double inv_std = 1.0 / sqrt(var + epsilon);
     const float s = static_cast<float>(scale[ch] * inv_std);
-    const float t = static_cast<float>(bias[ch] - static_cast<double>(mean) * s);
-    for (int64_t idx = threadIdx.x; idx < count; idx += blockDim.x) {
-      const int64_t i = v.at(ch, idx);
-      y[i] = cuda::from_float<T>(cuda::to_float(x[i]) * s + t);
-    }
-    if (threadIdx.x == 0) {
-      new_mean.set(ch, static_cast<float>(momentum * static_cast<double>(running_mean[ch]) + (1.0 - momentum) * mean));
-      new_var.set(ch, static_cast<float>(momentum * static_cast<double>(running_var[ch]) + (1.0 - momentum) * var));
-      saved_mean[ch] = mean;
-      saved_inv_std[ch] = static_cast<float>(inv_std);
-    }
+    st[2 * ch] = s;
+    st[2 * ch + 1] = static_cast<float>(bias[ch] - m * s);
+    new_mean.set(ch, static_cast<float>(momentum * static_cast<double>(running_mean[ch]) + (1.0 - momentum) * m));
+    new_var.set(ch, static_cast<float>(momentum * static_cast<double>(running_var[ch]) + (1.0 - momentum) * var));
+    saved_mean[ch] = static_cast<float>(m);
+    saved_inv_std[ch] = static_cast<float>(inv_std);
   }
 }
 
+// y = x * st[2 ch] + st[2 ch + 1] over every element (channel (i / inner) % C).
+template <class T>
+__global__ void batch_norm_apply(Channels v, const T* x, const float* st, T* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t ch = (i / v.inner) % v.c;
+    y[i] = cuda::from_float<T>(cuda::to_float(x[i]) * st[2 * ch] + st[2 * ch + 1]);
+  }
+}
+
+// The mean and inverse standard deviation a backward problem uses for channel ch.
+__device__ inline void backward_stats(FloatRef mean_in, FloatRef stat, bool global_stats, float epsilon, int64_t ch,
+                                      float& mean, double& inv_std) {
+  mean = mean_in[ch];
+  inv_std = global_stats ? 1.0 / sqrt(static_cast<double>(stat[ch]) + epsilon) : static_cast<double>(stat[ch]);
+}
+
+// partial[ch * chunks + k] = sum of dy, partial[(C + ch) * chunks + k] = sum of dy * xhat over the chunk.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    batch_norm_backward_kernel(Channels v, const T* dy, const T* x, FloatRef scale, FloatRef mean_in, FloatRef stat,
-                               T* dx, FloatRef dscale, FloatRef dbias, FloatRef dmean, FloatRef dvar, float epsilon,
-                               bool global_stats) {
+    batch_norm_backward_partials(Channels v, Chunks c, const T* dy, const T* x, FloatRef mean_in, FloatRef stat,
+                                 bool global_stats, float epsilon, float* partial) {
   __shared__ float scratch[32];
+  const int64_t ch = channel_of_block();
+  if (ch >= v.c) return;
+  float mean;
+  double inv_std_d;
+  backward_stats(mean_in, stat, global_stats, epsilon, ch, mean, inv_std_d);
+  const float inv_std = static_cast<float>(inv_std_d);
+  const int64_t count = v.n * v.inner, begin = blockIdx.x * c.size,
+                end = begin + c.size < count ? begin + c.size : count;
+  float part_dy = 0.f, part_dy_xhat = 0.f;
+  for (int64_t idx = begin + threadIdx.x; idx < end; idx += blockDim.x) {
+    const int64_t i = v.at(ch, idx);
+    const float g = cuda::to_float(dy[i]);
+    part_dy += g;
+    part_dy_xhat += g * (cuda::to_float(x[i]) - mean) * inv_std;
+  }
+  part_dy = cuda::block_sum(part_dy, scratch);
+  part_dy_xhat = cuda::block_sum(part_dy_xhat, scratch);
+  if (threadIdx.x == 0) {
+    partial[ch * c.chunks + blockIdx.x] = part_dy;
+    partial[(v.c + ch) * c.chunks + blockIdx.x] = part_dy_xhat;
+  }
+}
+
+// dscale, dbias (and dmean, dvar) per channel, and dx's coefficients coef[4 ch ...]: k, mean_dy, mean_dy_xhat, and
+// mean * inv_std's parts (mean, inv_std).
+__global__ void batch_norm_backward_statistics(const float* partial, int64_t chunks, Channels v, FloatRef scale,
+                                               FloatRef mean_in, FloatRef stat, bool global_stats, float epsilon,
+                                               FloatRef dscale, FloatRef dbias, FloatRef dmean, FloatRef dvar,
+                                               float* coef) {
   const int64_t count = v.n * v.inner;
-  for (int64_t ch = blockIdx.x; ch < v.c; ch += gridDim.x) {
-    const float mean = mean_in[ch];
-    const double inv_std_d =
-        global_stats ? 1.0 / sqrt(static_cast<double>(stat[ch]) + epsilon) : static_cast<double>(stat[ch]);
-    const float inv_std = static_cast<float>(inv_std_d);
-    float part_dy = 0.f, part_dy_xhat = 0.f;
-    for (int64_t idx = threadIdx.x; idx < count; idx += blockDim.x) {
-      const int64_t i = v.at(ch, idx);
-      const float g = cuda::to_float(dy[i]);
-      part_dy += g;
-      part_dy_xhat += g * (cuda::to_float(x[i]) - mean) * inv_std;
-    }
-    const float sum_dy = cuda::block_sum(part_dy, scratch);
-    const float sum_dy_xhat = cuda::block_sum(part_dy_xhat, scratch);
+  for (int64_t ch = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; ch < v.c; ch += int64_t{blockDim.x} * gridDim.x) {
+    float mean;
+    double inv_std_d;
+    backward_stats(mean_in, stat, global_stats, epsilon, ch, mean, inv_std_d);
+    const float sum_dy = static_cast<float>(channel_total(partial, chunks, ch));
+    const float sum_dy_xhat = static_cast<float>(channel_total(partial, chunks, v.c + ch));
     const double sc = scale[ch];
-    const float k = static_cast<float>(sc * inv_std_d);
-    if (threadIdx.x == 0) {
-      dbias.set(ch, sum_dy);
-      dscale.set(ch, sum_dy_xhat);
-      if (global_stats) {
-        dmean.set(ch, static_cast<float>(-sc * inv_std_d * sum_dy));
-        dvar.set(ch, static_cast<float>(-0.5 * sc * inv_std_d * inv_std_d * sum_dy_xhat));
-      }
-    }
+    dbias.set(ch, sum_dy);
+    dscale.set(ch, sum_dy_xhat);
     if (global_stats) {
-      for (int64_t idx = threadIdx.x; idx < count; idx += blockDim.x) {
-        const int64_t i = v.at(ch, idx);
-        dx[i] = cuda::from_float<T>(cuda::to_float(dy[i]) * k);
-      }
-      continue;
+      dmean.set(ch, static_cast<float>(-sc * inv_std_d * sum_dy));
+      dvar.set(ch, static_cast<float>(-0.5 * sc * inv_std_d * inv_std_d * sum_dy_xhat));
     }
-    const float mean_dy = count > 0 ? sum_dy / static_cast<float>(count) : 0.f;
-    const float mean_dy_xhat = count > 0 ? sum_dy_xhat / static_cast<float>(count) : 0.f;
-    for (int64_t idx = threadIdx.x; idx < count; idx += blockDim.x) {
-      const int64_t i = v.at(ch, idx);
-      const float xv = cuda::to_float(x[i]);
-      dx[i] = cuda::from_float<T>(k * (cuda::to_float(dy[i]) - mean_dy - (xv - mean) * inv_std * mean_dy_xhat));
-    }
+    float* k = coef + 5 * ch;
+    k[0] = static_cast<float>(sc * inv_std_d);
+    k[1] = global_stats || count == 0 ? 0.f : sum_dy / static_cast<float>(count);
+    k[2] = global_stats || count == 0 ? 0.f : sum_dy_xhat / static_cast<float>(count);
+    k[3] = mean;
+    k[4] = static_cast<float>(inv_std_d);
+  }
+}
+
+// dx = k (dy - mean_dy - (x - mean) inv_std mean_dy_xhat) (global statistics: mean_dy = mean_dy_xhat = 0).
+template <class T>
+__global__ void batch_norm_backward_apply(Channels v, const T* dy, const T* x, const float* coef, bool global_stats,
+                                          T* dx, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    const float* k = coef + 5 * ((i / v.inner) % v.c);
+    const float g = cuda::to_float(dy[i]);
+    dx[i] =
+        cuda::from_float<T>(global_stats ? g * k[0] : k[0] * (g - k[1] - (cuda::to_float(x[i]) - k[3]) * k[4] * k[2]));
   }
 }
 
@@ -182,15 +264,27 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// dscale over pieces of rows: blockIdx.y takes rows [y * rows_per, (y + 1) * rows_per), one thread per element j of
+// the normalized dims; partial[y * d + j] its sum. Then one thread per j adds the pieces in order.
 template <class T>
-__global__ void layer_norm_backward_dscale(const T* dy, const T* x, const float* mean, const float* inv_std,
-                                           int64_t rows, int64_t d, T* dscale) {
+__global__ void layer_norm_dscale_partials(const T* dy, const T* x, const float* mean, const float* inv_std,
+                                           int64_t rows, int64_t d, int64_t rows_per, float* partial) {
+  const int64_t r0 = blockIdx.y * rows_per, r1 = r0 + rows_per < rows ? r0 + rows_per : rows;
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < d; j += int64_t{blockDim.x} * gridDim.x) {
     float acc = 0.f;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r0; r < r1; ++r) {
       const int64_t i = r * d + j;
       acc += cuda::to_float(dy[i]) * (cuda::to_float(x[i]) - mean[r]) * inv_std[r];
     }
+    partial[blockIdx.y * d + j] = acc;
+  }
+}
+
+template <class T>
+__global__ void layer_norm_dscale_total(const float* partial, int64_t pieces, int64_t d, T* dscale) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < d; j += int64_t{blockDim.x} * gridDim.x) {
+    float acc = 0.f;
+    for (int64_t k = 0; k < pieces; ++k) acc += partial[k * d + j];
     dscale[j] = cuda::from_float<T>(acc);
   }
 }
@@ -205,40 +299,97 @@ Status dispatch(DataType dt, const char* op, F&& f) {
   }
 }
 
-Status run_batch_norm_training(KernelContext& ctx) {
-  const auto& a = ctx.attrs<BatchNormalizationTrainingAttrs>();
-  const Tensor& x = ctx.src[0];
-  const Channels v = channels_of(x.dims());
-  if (v.c == 0) return Status::ok();
-  return dispatch(x.dtype(), "BatchNormalizationTraining", [&](auto tag) {
-    using T = cuda::type_of<decltype(tag)>;
-    batch_norm_training_kernel<T><<<blocks_for(v.c), kThreads, 0, cuda::native(ctx.stream)>>>(
-        v, x.data<T>(), ctx.dst[0].data<T>(), float_ref(ctx.src[1]), float_ref(ctx.src[2]), float_ref(ctx.src[3]),
-        float_ref(ctx.src[4]), float_ref(ctx.dst[1]), float_ref(ctx.dst[2]), ctx.dst[3].data<float>(),
-        ctx.dst[4].data<float>(), a.epsilon, a.momentum);
-    return cuda::check(cudaGetLastError(), "batch norm training kernel launch");
-  });
-}
+class BatchNormTraining final : public Kernel {
+ public:
+  size_t workspace_bytes() const override { return scratch_bytes_; }
 
-Status run_batch_norm_backward(KernelContext& ctx) {
-  const auto& a = ctx.attrs<BatchNormalizationBackwardAttrs>();
-  const Tensor& x = ctx.src[1];
-  const Channels v = channels_of(x.dims());
-  if (v.c == 0) return Status::ok();
-  if (ctx.src[0].numel() != x.numel())
-    return invalid_argument("BatchNormalizationBackward dy ", ctx.src[0].dims().to_string(),
-                            " does not have x's shape ", x.dims().to_string());
-  const FloatRef none{};
-  return dispatch(x.dtype(), "BatchNormalizationBackward", [&](auto tag) {
-    using T = cuda::type_of<decltype(tag)>;
-    batch_norm_backward_kernel<T><<<blocks_for(v.c), kThreads, 0, cuda::native(ctx.stream)>>>(
-        v, ctx.src[0].data<T>(), x.data<T>(), float_ref(ctx.src[2]), float_ref(ctx.src[3]), float_ref(ctx.src[4]),
-        ctx.dst[0].data<T>(), float_ref(ctx.dst[1]), float_ref(ctx.dst[2]),
-        a.global_stats ? float_ref(ctx.dst[3]) : none, a.global_stats ? float_ref(ctx.dst[4]) : none, a.epsilon,
-        a.global_stats);
-    return cuda::check(cudaGetLastError(), "batch norm backward kernel launch");
-  });
-}
+  Status run(KernelContext& ctx) override {
+    const auto& a = ctx.attrs<BatchNormalizationTrainingAttrs>();
+    const Tensor& x = ctx.src[0];
+    const Channels v = channels_of(x.dims());
+    if (v.c == 0) return Status::ok();
+    const int64_t count = v.n * v.inner;
+    const Chunks c = chunks_for(count);
+    const cudaStream_t stream = cuda::native(ctx.stream);
+    // partial sums, then the means and the y coefficients.
+    const int64_t partials = v.c * c.chunks;
+    scratch_bytes_ = static_cast<size_t>(partials + 3 * v.c) * sizeof(float);
+    KILN_ASSIGN_OR_RETURN(void* scratch,
+                          scratch_.get(ctx.allocator, scratch_bytes_, "BatchNormalizationTraining sums", stream));
+    float* partial = static_cast<float*>(scratch);
+    float* mean = partial + partials;
+    float* st = mean + v.c;
+    return dispatch(x.dtype(), "BatchNormalizationTraining", [&](auto tag) -> Status {
+      using T = cuda::type_of<decltype(tag)>;
+      const dim3 grid = chunk_grid(v, c);
+      channel_partial_sums<T, false><<<grid, kThreads, 0, stream>>>(v, c, x.data<T>(), nullptr, partial);
+      KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "batch norm sum kernel launch"));
+      channel_means<<<cuda::grid_for(v.c), 256, 0, stream>>>(partial, c.chunks, v.c, count, mean);
+      KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "batch norm mean kernel launch"));
+      channel_partial_sums<T, true><<<grid, kThreads, 0, stream>>>(v, c, x.data<T>(), mean, partial);
+      KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "batch norm variance kernel launch"));
+      batch_norm_statistics<<<cuda::grid_for(v.c), 256, 0, stream>>>(
+          partial, c.chunks, v.c, count, mean, float_ref(ctx.src[1]), float_ref(ctx.src[2]), float_ref(ctx.src[3]),
+          float_ref(ctx.src[4]), float_ref(ctx.dst[1]), float_ref(ctx.dst[2]), ctx.dst[3].data<float>(),
+          ctx.dst[4].data<float>(), a.epsilon, a.momentum, st);
+      KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "batch norm statistics kernel launch"));
+      const int64_t n = x.numel();
+      if (n == 0) return Status::ok();
+      batch_norm_apply<T><<<cuda::grid_for(n), 256, 0, stream>>>(v, x.data<T>(), st, ctx.dst[0].data<T>(), n);
+      return cuda::check(cudaGetLastError(), "batch norm kernel launch");
+    });
+  }
+
+ private:
+  size_t scratch_bytes_ = 0;
+  cuda::DeviceScratch scratch_;
+};
+
+class BatchNormBackward final : public Kernel {
+ public:
+  size_t workspace_bytes() const override { return scratch_bytes_; }
+
+  Status run(KernelContext& ctx) override {
+    const auto& a = ctx.attrs<BatchNormalizationBackwardAttrs>();
+    const Tensor& x = ctx.src[1];
+    const Channels v = channels_of(x.dims());
+    if (v.c == 0) return Status::ok();
+    if (ctx.src[0].numel() != x.numel())
+      return invalid_argument("BatchNormalizationBackward dy ", ctx.src[0].dims().to_string(),
+                              " does not have x's shape ", x.dims().to_string());
+    const Chunks c = chunks_for(v.n * v.inner);
+    const cudaStream_t stream = cuda::native(ctx.stream);
+    const int64_t partials = 2 * v.c * c.chunks;
+    scratch_bytes_ = static_cast<size_t>(partials + 5 * v.c) * sizeof(float);
+    KILN_ASSIGN_OR_RETURN(void* scratch,
+                          scratch_.get(ctx.allocator, scratch_bytes_, "BatchNormalizationBackward sums", stream));
+    float* partial = static_cast<float*>(scratch);
+    float* coef = partial + partials;
+    const FloatRef none{};
+    const FloatRef mean = float_ref(ctx.src[3]), stat = float_ref(ctx.src[4]);
+    return dispatch(x.dtype(), "BatchNormalizationBackward", [&](auto tag) -> Status {
+      using T = cuda::type_of<decltype(tag)>;
+      const T* dy = ctx.src[0].data<T>();
+      batch_norm_backward_partials<T><<<chunk_grid(v, c), kThreads, 0, stream>>>(v, c, dy, x.data<T>(), mean, stat,
+                                                                                 a.global_stats, a.epsilon, partial);
+      KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "batch norm backward sum kernel launch"));
+      batch_norm_backward_statistics<<<cuda::grid_for(v.c), 256, 0, stream>>>(
+          partial, c.chunks, v, float_ref(ctx.src[2]), mean, stat, a.global_stats, a.epsilon, float_ref(ctx.dst[1]),
+          float_ref(ctx.dst[2]), a.global_stats ? float_ref(ctx.dst[3]) : none,
+          a.global_stats ? float_ref(ctx.dst[4]) : none, coef);
+      KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "batch norm backward statistics kernel launch"));
+      const int64_t n = x.numel();
+      if (n == 0) return Status::ok();
+      batch_norm_backward_apply<T>
+          <<<cuda::grid_for(n), 256, 0, stream>>>(v, dy, x.data<T>(), coef, a.global_stats, ctx.dst[0].data<T>(), n);
+      return cuda::check(cudaGetLastError(), "batch norm backward kernel launch");
+    });
+  }
+
+ private:
+  size_t scratch_bytes_ = 0;
+  cuda::DeviceScratch scratch_;
+};
 
 class LayerNormBackward final : public Kernel {
  public:
@@ -260,11 +411,16 @@ class LayerNormBackward final : public Kernel {
     const Dims& norm = ctx.dst[1].dims();
     const BroadcastIndexer scale_at(has_scale ? ctx.src[2].dims() : norm, norm);
     const FloatRef scale = has_scale ? float_ref(ctx.src[2]) : FloatRef{};
-    scratch_bytes_ = static_cast<size_t>(std::max<int64_t>(rows, 1)) * 2 * sizeof(float);
+    // dscale sums pieces of up to 64 rows (at most 1024 pieces) in parallel, then the pieces.
+    const int64_t pieces = std::clamp<int64_t>((rows + 63) / 64, 1, 1024);
+    const int64_t rows_per = std::max<int64_t>((rows + pieces - 1) / pieces, 1);
+    const int64_t stat_count = std::max<int64_t>(rows, 1);
+    scratch_bytes_ = static_cast<size_t>(2 * stat_count + pieces * d) * sizeof(float);
     KILN_ASSIGN_OR_RETURN(void* scratch,
                           scratch_.get(ctx.allocator, scratch_bytes_, "LayerNormalizationBackward statistics", stream));
     float* mean = static_cast<float*>(scratch);
-    float* inv_std = mean + std::max<int64_t>(rows, 1);
+    float* inv_std = mean + stat_count;
+    float* partial = inv_std + stat_count;
     return dispatch(x.dtype(), "LayerNormalizationBackward", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       if (rows > 0) {
@@ -273,9 +429,12 @@ class LayerNormBackward final : public Kernel {
                                                                                rows, d, a.epsilon, mean, inv_std);
         KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "layer norm backward kernel launch"));
       }
-      layer_norm_backward_dscale<T><<<cuda::grid_for(d), 256, 0, stream>>>(ctx.src[0].data<T>(), x.data<T>(), mean,
-                                                                           inv_std, rows, d, ctx.dst[1].data<T>());
-      return cuda::check(cudaGetLastError(), "layer norm dscale kernel launch");
+      const dim3 grid(std::min<unsigned>(cuda::grid_for(d), 65535u), static_cast<unsigned>(pieces));
+      layer_norm_dscale_partials<T>
+          <<<grid, 256, 0, stream>>>(ctx.src[0].data<T>(), x.data<T>(), mean, inv_std, rows, d, rows_per, partial);
+      KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "layer norm dscale kernel launch"));
+      layer_norm_dscale_total<T><<<cuda::grid_for(d), 256, 0, stream>>>(partial, pieces, d, ctx.dst[1].data<T>());
+      return cuda::check(cudaGetLastError(), "layer norm dscale total kernel launch");
     });
   }
 
@@ -308,7 +467,9 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .backend = Backend::kCuda,
     .priority = 10,
     .supports = [](const OpCall& call) { return same_type(call, "cuda.batch_normalization_training", 0, {}, {0}); },
-    .create = stateless(run_batch_norm_training),
+    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(std::make_unique<BatchNormTraining>());
+    },
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -317,7 +478,9 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .backend = Backend::kCuda,
     .priority = 10,
     .supports = [](const OpCall& call) { return same_type(call, "cuda.batch_normalization_backward", 1, {0}, {0}); },
-    .create = stateless(run_batch_norm_backward),
+    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(std::make_unique<BatchNormBackward>());
+    },
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
