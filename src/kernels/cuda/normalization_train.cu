@@ -8,6 +8,8 @@
 //   few channels of many elements.
 // - LayerNormalizationBackward: one block per row (the dims before axis): mean and inv_std (kept in scratch), the
 //   row sums of g = dy * scale and g * xhat, dx; then one thread per normalized element sums dscale over the rows.
+// - InstanceNormalizationBackward: one block per (n, c) plane (a layer-norm row with the channel's scale), then one
+//   thread per channel sums dscale and dbias over the batch.
 // Per-channel parameters may have another float type than x (read through load_float).
 #include <algorithm>
 #include <cmath>
@@ -289,6 +291,63 @@ __global__ void layer_norm_dscale_total(const float* partial, int64_t pieces, in
   }
 }
 
+// InstanceNormalizationBackward: one block per (n, c) plane of `d` elements, a layer-norm row with the channel's
+// scale: dx, and the plane's sums of dy and dy * xhat (sums[2 plane], sums[2 plane + 1]).
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    instance_norm_backward_planes(const T* dy, const T* x, T* dx, FloatRef scale, int64_t planes, int64_t channels,
+                                  int64_t d, float epsilon, float* sums) {
+  __shared__ float scratch[32];
+  for (int64_t r = blockIdx.x; r < planes; r += gridDim.x) {
+    const T* xr = x + r * d;
+    const T* gr = dy + r * d;
+    const float s = scale[r % channels];
+    float part = 0.f;
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) part += cuda::to_float(xr[j]);
+    const float mean = d > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(d) : 0.f;
+    part = 0.f;
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+      const float e = cuda::to_float(xr[j]) - mean;
+      part += e * e;
+    }
+    const float var = d > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(d) : 0.f;
+    const float inv_std = static_cast<float>(1.0 / sqrt(static_cast<double>(var) + epsilon));
+    float part_dy = 0.f, part_dy_xhat = 0.f;
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+      const float g = cuda::to_float(gr[j]);
+      part_dy += g;
+      part_dy_xhat += g * (cuda::to_float(xr[j]) - mean) * inv_std;
+    }
+    const float sum_dy = cuda::block_sum(part_dy, scratch);
+    const float sum_dy_xhat = cuda::block_sum(part_dy_xhat, scratch);
+    // g = dy * s: its means are s times dy's.
+    const float mg = d > 0 ? s * sum_dy / static_cast<float>(d) : 0.f;
+    const float mgx = d > 0 ? s * sum_dy_xhat / static_cast<float>(d) : 0.f;
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+      const float xhat = (cuda::to_float(xr[j]) - mean) * inv_std;
+      dx[r * d + j] = cuda::from_float<T>(inv_std * (cuda::to_float(gr[j]) * s - mg - xhat * mgx));
+    }
+    if (threadIdx.x == 0) {
+      sums[2 * r] = sum_dy;
+      sums[2 * r + 1] = sum_dy_xhat;
+    }
+  }
+}
+
+// dscale[c] and dbias[c]: the planes' sums over the batch, in order.
+__global__ void instance_norm_channel_totals(const float* sums, int64_t n, int64_t channels, FloatRef dscale,
+                                             FloatRef dbias) {
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < channels; c += int64_t{blockDim.x} * gridDim.x) {
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      sum_dy += sums[2 * (b * channels + c)];
+      sum_dy_xhat += sums[2 * (b * channels + c) + 1];
+    }
+    dscale.set(c, static_cast<float>(sum_dy_xhat));
+    dbias.set(c, static_cast<float>(sum_dy));
+  }
+}
+
 template <class F>
 Status dispatch(DataType dt, const char* op, F&& f) {
   switch (dt) {
@@ -443,6 +502,43 @@ class LayerNormBackward final : public Kernel {
   cuda::DeviceScratch scratch_;
 };
 
+class InstanceNormBackward final : public Kernel {
+ public:
+  size_t workspace_bytes() const override { return scratch_bytes_; }
+
+  Status run(KernelContext& ctx) override {
+    const auto& a = ctx.attrs<InstanceNormalizationAttrs>();
+    const Tensor& x = ctx.src[1];
+    const Channels v = channels_of(x.dims());
+    if (v.c == 0) return Status::ok();
+    if (ctx.src[0].numel() != x.numel())
+      return invalid_argument("InstanceNormalizationBackward dy ", ctx.src[0].dims().to_string(),
+                              " does not have x's shape ", x.dims().to_string());
+    const cudaStream_t stream = cuda::native(ctx.stream);
+    const int64_t planes = v.n * v.c;
+    scratch_bytes_ = static_cast<size_t>(std::max<int64_t>(planes, 1)) * 2 * sizeof(float);
+    KILN_ASSIGN_OR_RETURN(void* scratch,
+                          scratch_.get(ctx.allocator, scratch_bytes_, "InstanceNormalizationBackward sums", stream));
+    float* sums = static_cast<float*>(scratch);
+    return dispatch(x.dtype(), "InstanceNormalizationBackward", [&](auto tag) -> Status {
+      using T = cuda::type_of<decltype(tag)>;
+      if (planes > 0) {
+        instance_norm_backward_planes<T>
+            <<<blocks_for(planes), kThreads, 0, stream>>>(ctx.src[0].data<T>(), x.data<T>(), ctx.dst[0].data<T>(),
+                                                          float_ref(ctx.src[2]), planes, v.c, v.inner, a.epsilon, sums);
+        KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "instance norm backward kernel launch"));
+      }
+      instance_norm_channel_totals<<<cuda::grid_for(v.c), 256, 0, stream>>>(sums, v.n, v.c, float_ref(ctx.dst[1]),
+                                                                            float_ref(ctx.dst[2]));
+      return cuda::check(cudaGetLastError(), "instance norm totals kernel launch");
+    });
+  }
+
+ private:
+  size_t scratch_bytes_ = 0;
+  cuda::DeviceScratch scratch_;
+};
+
 Status floats(const OpCall& call) {
   return require_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16});
 }
@@ -494,6 +590,17 @@ KILN_REGISTER_KERNEL(KernelImpl{
         },
     .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
       return std::unique_ptr<Kernel>(std::make_unique<LayerNormBackward>());
+    },
+});
+
+KILN_REGISTER_KERNEL(KernelImpl{
+    .name = "cuda.instance_normalization_backward",
+    .op = "InstanceNormalizationBackward",
+    .backend = Backend::kCuda,
+    .priority = 10,
+    .supports = [](const OpCall& call) { return same_type(call, "cuda.instance_normalization_backward", 1, {0}, {0}); },
+    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(std::make_unique<InstanceNormBackward>());
     },
 });
 
