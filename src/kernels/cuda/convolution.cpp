@@ -25,6 +25,7 @@
 
 #include "core/cuda_runtime.h"
 #include "kernels/cuda/conv_epilogue.h"
+#include "kernels/cuda/conv_pad.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "ops/convolution/convolution.h"
@@ -767,6 +768,384 @@ Result<std::unique_ptr<Kernel>> create_deconv(const OpCall& call) {
     return invalid_argument(kDeconvName, " keeps float32 exact: no tensor-op tactic '", call.tactic, "'");
   return std::unique_ptr<Kernel>(std::make_unique<CudnnDeconvolution>(*tactic));
 }
+
+// ---------------------------------------------------------------------------------------------
+// ConvolutionBackwardData (dx from dy and w: cudnnConvolutionBackwardData) and ConvolutionBackwardFilter (dw from x
+// and dy: cudnnConvolutionBackwardFilter) on the forward's descriptors (`Problem`: x or dx, w or dw, dy as y). Tactics
+// are cuDNN's backward algorithms as the _v7 heuristics offer them, named as the deconvolution's ("algo_1",
+// "winograd_nonfused+tensor_op", ...); float32 keeps FMA math (no TF32). A tactic is listed only when cuDNN gives
+// its workspace size; the builder compares `workspace_bytes` with its limit. Pads that differ at the two ends of an
+// axis (which cuDNN cannot express) run on an explicitly zero-padded x with no pads: the filter gradient pads x into
+// a scratch buffer first, the data gradient computes the padded dx and crops it.
+
+struct BwdFilterAlgoName {
+  cudnnConvolutionBwdFilterAlgo_t algo;
+  const char* name;
+};
+
+constexpr std::array<BwdFilterAlgoName, 6> kBwdFilterAlgos = {{
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, "algo_0"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, "algo_1"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, "fft"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, "algo_3"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING, "fft_tiling"},
+}};
+
+// What differs between the two backward ops: the algorithm type, its names, cuDNN's calls, and which tensors are
+// the forward's x, w and y.
+struct BwdDataOp {
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr const char* kName = "cuda.cudnn.convolution_backward_data";
+  static constexpr bool kWritesX = true;
+  static constexpr const char* kOp = "ConvolutionBackwardData";
+  static constexpr Algo kFallback = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  static constexpr const auto& algos() { return kBwdAlgos; }
+  // The forward's x, w and y dims of a call: dx (x's shape), w, dy.
+  static const Dims& x_dims(const OpCall& c) { return c.inputs[2].dims; }
+  static const Dims& w_dims(const OpCall& c) { return c.inputs[1].dims; }
+  static const Dims& y_dims(const OpCall& c) { return c.inputs[0].dims; }
+  static const Tensor& x_of(KernelContext& ctx) { return ctx.dst[0]; }
+  static const Tensor& w_of(KernelContext& ctx) { return ctx.src[1]; }
+  static const Tensor& y_of(KernelContext& ctx) { return ctx.src[0]; }
+  static Tensor& out(KernelContext& ctx) { return ctx.dst[0]; }
+  static Status max_count(cudnnHandle_t h, int* n) {
+    return cuda::check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, n),
+                       "cudnnGetConvolutionBackwardDataAlgorithmMaxCount");
+  }
+  static Status heuristic(cudnnHandle_t h, const Problem& p, int n, int* found, Perf* perf) {
+    return cuda::check(
+        cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.wd.get(), p.yd.get(), p.cd.get(), p.xd.get(), n, found, perf),
+        "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Problem& p, Algo algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.wd.get(), p.yd.get(), p.cd.get(), p.xd.get(), algo, bytes);
+  }
+  // x: dx (or its padded form) written; w and dy read.
+  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, void* x, const void* w,
+                    const void* dy) {
+    const float one = 1.f, zero = 0.f;
+    return cuda::check(cudnnConvolutionBackwardData(h, &one, p.wd.get(), w, p.yd.get(), dy, p.cd.get(), algo, ws,
+                                                    ws_bytes, &zero, p.xd.get(), x),
+                       "cudnnConvolutionBackwardData");
+  }
+};
+
+struct BwdFilterOp {
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr const char* kName = "cuda.cudnn.convolution_backward_filter";
+  static constexpr bool kWritesX = false;
+  static constexpr const char* kOp = "ConvolutionBackwardFilter";
+  static constexpr Algo kFallback = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  static constexpr const auto& algos() { return kBwdFilterAlgos; }
+  // x, dw (w's shape), dy.
+  static const Dims& x_dims(const OpCall& c) { return c.inputs[0].dims; }
+  static const Dims& w_dims(const OpCall& c) { return c.outputs[0].dims; }
+  static const Dims& y_dims(const OpCall& c) { return c.inputs[1].dims; }
+  static const Tensor& x_of(KernelContext& ctx) { return ctx.src[0]; }
+  static const Tensor& w_of(KernelContext& ctx) { return ctx.dst[0]; }
+  static const Tensor& y_of(KernelContext& ctx) { return ctx.src[1]; }
+  static Tensor& out(KernelContext& ctx) { return ctx.dst[0]; }
+  static Status max_count(cudnnHandle_t h, int* n) {
+    return cuda::check(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, n),
+                       "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount");
+  }
+  static Status heuristic(cudnnHandle_t h, const Problem& p, int n, int* found, Perf* perf) {
+    return cuda::check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.xd.get(), p.yd.get(), p.cd.get(), p.wd.get(),
+                                                                     n, found, perf),
+                       "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Problem& p, Algo algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.xd.get(), p.yd.get(), p.cd.get(), p.wd.get(), algo,
+                                                          bytes);
+  }
+  // dw written; x (or its padded form) and dy read.
+  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, const void* x, void* w,
+                    const void* dy) {
+    const float one = 1.f, zero = 0.f;
+    return cuda::check(cudnnConvolutionBackwardFilter(h, &one, p.xd.get(), x, p.yd.get(), dy, p.cd.get(), algo, ws,
+                                                      ws_bytes, &zero, p.wd.get(), w),
+                       "cudnnConvolutionBackwardFilter");
+  }
+};
+
+// What cuDNN runs for a backward problem: the attributes and x dims of its descriptors. With pads that differ at the
+// two ends of an axis, x is padded explicitly (`padded`; `begin` and `end` per spatial axis) and the attributes have
+// no pads.
+struct BwdGeometry {
+  ConvolutionAttrs attrs;
+  Dims x;
+  bool padded = false;
+  std::vector<int64_t> begin, end;
+};
+
+Result<BwdGeometry> bwd_geometry(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
+  KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
+  BwdGeometry g{a, x, false, win.pads_begin, win.pads_end};
+  for (int i = 0; i < win.rank(); ++i) {
+    if (win.pads_begin[i] < 0 || win.pads_end[i] < 0)
+      return unsupported("cuDNN convolution gradients take no negative pads");
+    g.padded = g.padded || win.pads_begin[i] != win.pads_end[i];
+  }
+  if (!g.padded) return g;
+  g.attrs.pads.assign(2 * static_cast<size_t>(win.rank()), 0);
+  g.attrs.auto_pad = AutoPad::kNotSet;
+  for (int i = 0; i < win.rank(); ++i) g.x[2 + i] = x[2 + i] + win.pads_begin[i] + win.pads_end[i];
+  if (g.x.numel() > kMaxCudnnCount)
+    return unsupported("the explicitly padded x ", g.x.to_string(),
+                       " of this convolution gradient has 2^31 elements or more");
+  return g;
+}
+
+template <class Op>
+struct BwdTactic {
+  std::optional<typename Op::Algo> algo;  // none: the heuristic's first choice
+  MathClass math = MathClass::kPlain;
+
+  std::string to_string() const {
+    if (!algo) return "";
+    std::string s;
+    for (const auto& a : Op::algos())
+      if (a.algo == *algo) s = a.name;
+    if (math == MathClass::kTensorOp) s += "+tensor_op";
+    if (math == MathClass::kTensorOpConversion) s += "+tensor_op_conversion";
+    return s;
+  }
+
+  static std::optional<BwdTactic> parse(const std::string& t) {
+    BwdTactic out;
+    if (t.empty()) return out;
+    const size_t plus = t.find('+');
+    const std::string algo = t.substr(0, plus);
+    for (const auto& a : Op::algos())
+      if (algo == a.name) out.algo = a.algo;
+    if (!out.algo) return std::nullopt;
+    if (plus == std::string::npos) return out;
+    const std::string math = t.substr(plus + 1);
+    if (math == "tensor_op")
+      out.math = MathClass::kTensorOp;
+    else if (math == "tensor_op_conversion")
+      out.math = MathClass::kTensorOpConversion;
+    else
+      return std::nullopt;
+    return out;
+  }
+};
+
+// The heuristic's successful answers for `math`, float32 answers with tensor-op math left out.
+template <class Op>
+Result<std::vector<typename Op::Perf>> query_bwd(cudnnHandle_t h, Problem& p, cudnnMathType_t math, DataType dt) {
+  KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(p.cd.get(), math), "cudnnSetConvolutionMathType"));
+  int max = 0;
+  KILN_RETURN_IF_ERROR(Op::max_count(h, &max));
+  std::vector<typename Op::Perf> perf(static_cast<size_t>(std::max(max, 1)));
+  int found = 0;
+  KILN_RETURN_IF_ERROR(Op::heuristic(h, p, static_cast<int>(perf.size()), &found, perf.data()));
+  std::vector<typename Op::Perf> out;
+  for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        (dt != DataType::kFloat32 || math_class(perf[i].mathType) == MathClass::kPlain))
+      out.push_back(perf[i]);
+  return out;
+}
+
+// The workspace of a heuristic answer as the kernel runs it (float32 with FMA math), or nullopt when cuDNN refuses
+// the configuration. Leaves the descriptor's math type at the one it runs with.
+template <class Op>
+std::optional<size_t> bwd_workspace(cudnnHandle_t h, Problem& p, const typename Op::Perf& perf, DataType dt) {
+  const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : perf.mathType;
+  size_t bytes = 0;
+  if (cudnnSetConvolutionMathType(p.cd.get(), math) != CUDNN_STATUS_SUCCESS ||
+      Op::workspace(h, p, perf.algo, &bytes) != CUDNN_STATUS_SUCCESS)
+    return std::nullopt;
+  return std::max(bytes, perf.memory);
+}
+
+template <class Op>
+std::vector<std::string> bwd_tactics(const OpCall& call) {
+  const Dims& x = Op::x_dims(call);
+  const Dims& w = Op::w_dims(call);
+  const Dims& y = Op::y_dims(call);
+  if (!cuda::gpu_available() || !x.is_static() || !w.is_static() || !y.is_static() || x.numel() == 0 ||
+      w.numel() == 0 || y.numel() == 0)
+    return {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  auto h = cuda::cudnn_handle(device);
+  if (!h) return {};
+  const DataType dt = call.inputs[0].dtype;
+  auto g = bwd_geometry(call.attrs_as<ConvolutionAttrs>(), x, w);
+  if (!g) return {};
+  Problem p;
+  if (!p.set(g->attrs, dt, g->x, w, y).is_ok()) return {};
+  std::vector<std::string> out;
+  for (cudnnMathType_t m : query_math(dt)) {
+    auto found = query_bwd<Op>(*h, p, m, dt);
+    if (!found) continue;
+    for (const typename Op::Perf& perf : *found) {
+      if (!bwd_workspace<Op>(*h, p, perf, dt)) continue;
+      std::string t = BwdTactic<Op>{perf.algo, math_class(perf.mathType)}.to_string();
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+template <class Op>
+class CudnnConvolutionBackward final : public Kernel {
+ public:
+  explicit CudnnConvolutionBackward(BwdTactic<Op> tactic) : tactic_(tactic) {}
+
+  std::string detail() const override {
+    if (!ready_) return {};
+    return str_cat("cuDNN ", Op::kOp, " ", BwdTactic<Op>{algo_, math_class(math_)}.to_string(),
+                   tactic_.algo ? "" : " (the heuristic's first)", ", workspace ", workspace_bytes_, " bytes");
+  }
+  size_t workspace_bytes() const override { return workspace_bytes_ + padded_bytes_; }
+
+  Status run(KernelContext& ctx) override {
+    Tensor& out = Op::out(ctx);
+    if (out.numel() == 0) return Status::ok();
+    const cudaStream_t stream = cuda::native(ctx.stream);
+    const Tensor& x = Op::x_of(ctx);
+    const Tensor& w = Op::w_of(ctx);
+    const Tensor& y = Op::y_of(ctx);
+    // An empty dy (or x, for the filter gradient) contributes nothing: the gradient is zero (cuDNN rejects empty
+    // tensors).
+    if (x.numel() == 0 || w.numel() == 0 || y.numel() == 0)
+      return cuda::check(cudaMemsetAsync(out.raw(), 0, out.nbytes(), stream), "cudaMemsetAsync (zero gradient)");
+    KILN_ASSIGN_OR_RETURN(cudnnHandle_t h, cuda::cudnn_handle(ctx.stream));
+    if (!ready_ || x.dims() != x_dims_ || w.dims() != w_dims_ || y.dims() != y_dims_)
+      KILN_RETURN_IF_ERROR(prepare(ctx.attrs<ConvolutionAttrs>(), x, w, y, h));
+    KILN_ASSIGN_OR_RETURN(void* workspace, workspace_.get(ctx.allocator, workspace_bytes_,
+                                                          "cuDNN convolution backward workspace", stream));
+    if (!g_.padded) {
+      if constexpr (Op::kWritesX)
+        return Op::run(h, p_, algo_, workspace, workspace_bytes_, out.raw(), w.raw(), y.raw());
+      else
+        return Op::run(h, p_, algo_, workspace, workspace_bytes_, x.raw(), out.raw(), y.raw());
+    }
+    KILN_ASSIGN_OR_RETURN(void* padded,
+                          padded_.get(ctx.allocator, padded_bytes_, "convolution gradient padded x", stream));
+    const size_t elem = dtype_size(y.dtype());
+    if constexpr (Op::kWritesX) {
+      KILN_RETURN_IF_ERROR(Op::run(h, p_, algo_, workspace, workspace_bytes_, padded, w.raw(), y.raw()));
+      return cuda::conv_pad_copy(false, padded, out.raw(), elem, x.dims(), g_.begin, g_.end, stream);
+    } else {
+      KILN_RETURN_IF_ERROR(cuda::check(cudaMemsetAsync(padded, 0, padded_bytes_, stream), "cudaMemsetAsync (padding)"));
+      KILN_RETURN_IF_ERROR(cuda::conv_pad_copy(true, x.raw(), padded, elem, x.dims(), g_.begin, g_.end, stream));
+      return Op::run(h, p_, algo_, workspace, workspace_bytes_, padded, out.raw(), y.raw());
+    }
+  }
+
+ private:
+  Status prepare(const ConvolutionAttrs& a, const Tensor& x, const Tensor& w, const Tensor& y, cudnnHandle_t h) {
+    ready_ = false;
+    const DataType dt = y.dtype();
+    KILN_ASSIGN_OR_RETURN(g_, bwd_geometry(a, x.dims(), w.dims()));
+    padded_bytes_ = g_.padded ? static_cast<size_t>(g_.x.numel()) * dtype_size(dt) : 0;
+    KILN_RETURN_IF_ERROR(p_.set(g_.attrs, dt, g_.x, w.dims(), y.dims()));
+    std::optional<typename Op::Perf> chosen;
+    std::optional<size_t> bytes;
+    // The questions `bwd_tactics` asked, so that a tactic it listed is found again.
+    for (cudnnMathType_t m : query_math(dt)) {
+      KILN_ASSIGN_OR_RETURN(auto found, query_bwd<Op>(h, p_, m, dt));
+      for (const typename Op::Perf& perf : found) {
+        if (tactic_.algo && (perf.algo != *tactic_.algo || math_class(perf.mathType) != tactic_.math)) continue;
+        bytes = bwd_workspace<Op>(h, p_, perf, dt);
+        if (!bytes) continue;
+        chosen = perf;
+        break;
+      }
+      if (chosen) break;
+    }
+    if (!chosen)
+      return unsupported("cuDNN does not offer the ", Op::kOp, " algorithm '",
+                         tactic_.algo ? tactic_.to_string() : "(any)", "' for x ", x.dims().to_string(), ", w ",
+                         w.dims().to_string(), ", dy ", y.dims().to_string(), " (", dtype_name(dt),
+                         "); rebuild the engine so that another tactic is chosen");
+    algo_ = chosen->algo;
+    math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->mathType;
+    // bwd_workspace left the descriptor at math_.
+    workspace_bytes_ = *bytes;
+    x_dims_ = x.dims();
+    w_dims_ = w.dims();
+    y_dims_ = y.dims();
+    ready_ = true;
+    return Status::ok();
+  }
+
+  BwdTactic<Op> tactic_;
+  bool ready_ = false;
+  Dims x_dims_, w_dims_, y_dims_;
+  Problem p_;
+  BwdGeometry g_;
+  typename Op::Algo algo_ = Op::kFallback;
+  cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
+  size_t workspace_bytes_ = 0, padded_bytes_ = 0;
+  cuda::DeviceScratch workspace_, padded_;
+};
+
+template <class Op>
+Status bwd_supports(const OpCall& call) {
+  KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}));
+  const DataType dt = call.inputs[0].dtype;
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    if (call.inputs[i].present && call.inputs[i].dtype != dt)
+      return unsupported(Op::kName, " takes every input in one type (", dtype_name(dt), "); input ", i, " is ",
+                         dtype_name(call.inputs[i].dtype));
+  if (call.outputs[0].dtype != dt)
+    return unsupported(Op::kName, " writes its inputs' type (", dtype_name(dt), "), not ",
+                       dtype_name(call.outputs[0].dtype));
+  const auto& a = call.attrs_as<ConvolutionAttrs>();
+  if (a.fused.on || a.channels_last) return unsupported(Op::kOp, " on cuDNN is unfused NCHW");
+  const Dims& x = Op::x_dims(call);
+  const Dims& w = Op::w_dims(call);
+  const Dims& y = Op::y_dims(call);
+  if (x.rank() < 3 || x.rank() > 5) return unsupported("cuDNN convolution gradients take 1-D to 3-D problems");
+  if (!x.is_static() || !w.is_static()) return Status::ok();
+  KILN_RETURN_IF_ERROR(bwd_geometry(a, x, w).status());
+  for (const Dims* d : {&x, &w, &y})
+    if (d->is_static() && d->numel() > kMaxCudnnCount)
+      return unsupported("cuDNN convolutions here take tensors below 2^31 elements; this one has ", d->numel());
+  return Status::ok();
+}
+
+template <class Op>
+Result<std::unique_ptr<Kernel>> create_bwd(const OpCall& call) {
+  const std::optional<BwdTactic<Op>> tactic = BwdTactic<Op>::parse(call.tactic);
+  if (!tactic)
+    return invalid_argument(Op::kName, " has no tactic '", call.tactic,
+                            "' (an algorithm such as algo_1, then +tensor_op)");
+  if (tactic->math != MathClass::kPlain && call.inputs[0].dtype == DataType::kFloat32)
+    return invalid_argument(Op::kName, " keeps float32 exact: no tensor-op tactic '", call.tactic, "'");
+  return std::unique_ptr<Kernel>(std::make_unique<CudnnConvolutionBackward<Op>>(*tactic));
+}
+
+KILN_REGISTER_KERNEL(KernelImpl{
+    .name = BwdDataOp::kName,
+    .op = BwdDataOp::kOp,
+    .backend = Backend::kCuda,
+    .priority = 10,
+    .supports = bwd_supports<BwdDataOp>,
+    .create = create_bwd<BwdDataOp>,
+    .tactics = bwd_tactics<BwdDataOp>,
+});
+
+KILN_REGISTER_KERNEL(KernelImpl{
+    .name = BwdFilterOp::kName,
+    .op = BwdFilterOp::kOp,
+    .backend = Backend::kCuda,
+    .priority = 10,
+    .supports = bwd_supports<BwdFilterOp>,
+    .create = create_bwd<BwdFilterOp>,
+    .tactics = bwd_tactics<BwdFilterOp>,
+});
 
 KILN_REGISTER_KERNEL(KernelImpl{
     .name = kDeconvName,
