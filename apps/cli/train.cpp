@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -12,9 +13,9 @@ namespace kiln::cli {
 namespace {
 
 std::string clock(double seconds) {
-  const int s = static_cast<int>(seconds + 0.5);
+  const long s = std::lround(seconds);
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+  std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
   return buf;
 }
 

@@ -208,7 +208,11 @@ Status copy(const Tensor& src, Tensor& dst, Stream* stream) {
   if (!src.is_contiguous() || !dst.is_contiguous()) return invalid_argument("copy needs contiguous tensors");
   if (src.nbytes() == 0) return Status::ok();
   if (stream) return copy_async(dst.raw(), src.raw(), src.nbytes(), *stream);
-  return cuda_status(cudaMemcpy(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDefault), "cudaMemcpy");
+  KILN_RETURN_IF_ERROR(cuda_status(cudaMemcpy(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDefault), "cudaMemcpy"));
+  // From pageable host memory cudaMemcpy may return before the DMA has landed; work on the non-blocking streams
+  // kiln uses is not ordered after it, so wait for it here (the harness saw kernels' results overwritten by a
+  // late poison copy).
+  return cuda_status(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
 }
 
 Status copy_async(void* dst, const void* src, size_t bytes, Stream& stream) {

@@ -54,7 +54,8 @@ struct PointerInfo {
 };
 PointerInfo pointer_info(const void* ptr);
 
-/// Copies between host and device tensors of the same dtype and element count (contiguous).
+/// Copies between host and device tensors of the same dtype and element count (contiguous). Without a stream it
+/// returns once the data has landed (work on any stream may then use it); with one it is queued on that stream.
 Status copy(const Tensor& src, Tensor& dst, Stream* stream = nullptr);
 /// `bytes` from `src` to `dst` (either on host or device) queued on `stream` (cudaMemcpyAsync).
 Status copy_async(void* dst, const void* src, size_t bytes, Stream& stream);
