@@ -88,6 +88,7 @@ class NodeGradBuilder final : public GradBuilder {
   Result<std::vector<GradValue>> add(std::string_view op, std::unique_ptr<Attrs> attrs,
                                      std::vector<GradValue> inputs) override {
     std::vector<Value*> ins;
+    ins.reserve(inputs.size());
     for (GradValue v : inputs) ins.push_back(get(v));
     auto node = s_.graph->add_node(op, s_.fresh_name(node_.name + "/grad/" + std::string(op)), std::move(attrs),
                                    std::move(ins));

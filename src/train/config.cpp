@@ -83,7 +83,7 @@ struct Reader {
     OptionMap out;
     for (const auto& kv : n) {
       const std::string k = kv.first.Scalar();
-      KILN_ASSIGN_OR_RETURN(OptionValue v, option(kv.second, key + "." + k));
+      KILN_ASSIGN_OR_RETURN(OptionValue v, option(kv.second, str_cat(key, ".", k)));
       out.insert_or_assign(k, std::move(v));
     }
     return out;
@@ -101,9 +101,9 @@ Status read_section(const Reader& r, const YAML::Node& node, const std::string& 
     if (it == fields.end()) {
       std::string known;
       for (const auto& [name, f] : fields) known += (known.empty() ? "" : ", ") + name;
-      return r.error(kv.first, section + "." + k, "is not a known key; " + section + " takes " + known);
+      return r.error(kv.first, str_cat(section, ".", k), str_cat("is not a known key; ", section, " takes ", known));
     }
-    KILN_RETURN_IF_ERROR(it->second(kv.second, section + "." + k));
+    KILN_RETURN_IF_ERROR(it->second(kv.second, str_cat(section, ".", k)));
   }
   return {};
 }

@@ -24,7 +24,8 @@ Result<ImageFileOptions> image_file_options(ParamReader& r) {
 
 Result<std::shared_ptr<const Dataset>> open_dataset(const DatasetParams& params) {
   auto type_it = params.find("type");
-  if (type_it == params.end()) return invalid_argument("dataset: key 'type' is required (idx, folder, list, lmdb or synthetic)");
+  if (type_it == params.end())
+    return invalid_argument("dataset: key 'type' is required (idx, folder, list, lmdb or synthetic)");
   const std::string type = type_it->second;
   ParamReader r(str_cat("dataset (type ", type, ")"), params);
   (void)r.has("type");

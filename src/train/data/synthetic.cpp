@@ -16,8 +16,10 @@ uint64_t mix(uint64_t x) {
 Result<std::shared_ptr<SyntheticDataset>> SyntheticDataset::create(int64_t count, ImageShape shape, int64_t classes,
                                                                    uint64_t seed) {
   if (count <= 0 || !shape.is_fixed() || shape.numel() > (int64_t{1} << 26) || classes < 2 || classes > 100000)
-    return invalid_argument("a synthetic dataset needs count > 0, a fixed image shape (height, width, channels) and "
-                            "2..100000 classes; got ", count, " images of ", shape.to_string(), ", ", classes, " classes");
+    return invalid_argument(
+        "a synthetic dataset needs count > 0, a fixed image shape (height, width, channels) and "
+        "2..100000 classes; got ",
+        count, " images of ", shape.to_string(), ", ", classes, " classes");
   auto d = std::shared_ptr<SyntheticDataset>(new SyntheticDataset());
   d->count_ = count;
   d->shape_ = shape;
