@@ -177,8 +177,10 @@ Result<TrainConfig> parse_train_config(const std::string& text, const std::strin
       const YAML::Node& item = n[i];
       if (!item.IsMap() || item.size() != 1) return r.error(item, where, "must be one augmentation: {name: options}");
       AugmentSpec spec;
-      spec.name = item.begin()->first.Scalar();
-      const YAML::Node& v = item.begin()->second;
+      // Copies: the pair lives in the iterator, which dies at the end of the statement.
+      const YAML::Node first = item.begin()->first;
+      const YAML::Node v = item.begin()->second;
+      spec.name = first.Scalar();
       if (v.IsMap()) {
         KILN_ASSIGN_OR_RETURN(spec.options, r.options(v, where + "." + spec.name));
       } else if (!v.IsNull()) {
