@@ -49,7 +49,14 @@ int run_train(const TrainOptions& opt) {
   auto trainer = train::Trainer::create(*config, run_dir, resume);
   if (!trainer.is_ok()) return fail(trainer.status());
   train::Trainer& t = **trainer;
+  if (!t.is_root()) {  // data parallel: rank 0 reports, writes the run folder and exports
+    auto result = t.fit();
+    return result.is_ok() ? 0 : fail(std::move(result.take_status()).with_prefix(str_cat("rank ", t.rank())));
+  }
   std::printf("%s\n", t.summary().c_str());
+  if (t.world_size() > 1)
+    std::printf("data parallel over %d processes: %lld images per process per step\n", t.world_size(),
+                static_cast<long long>(config->data.batch_size / t.world_size()));
   if (resume) std::printf("resuming %s at step %lld\n", run_dir.c_str(), static_cast<long long>(t.step()));
   const bool bar = !opt.quiet && config->trainer.progress && isatty(fileno(stderr));
   auto on_event = [&](const train::TrainEvent& e) {
@@ -78,6 +85,9 @@ int run_train(const TrainOptions& opt) {
   if (!result.is_ok()) return fail(result.status());
   std::printf("trained %lld steps in %.1f s%s", static_cast<long long>(result->steps), result->seconds,
               result->stopped_by_time ? " (stopped at trainer.max_seconds)" : "");
+  if (result->skipped_steps)
+    std::printf("; %lld steps skipped for float16 overflow (loss scale now %g)",
+                static_cast<long long>(result->skipped_steps), result->loss_scale);
   if (result->val_accuracy) std::printf("; validation accuracy %.2f%%", 100 * *result->val_accuracy);
   std::printf("\n");
   auto exported = export_and_check(t, run_dir);

@@ -1,9 +1,11 @@
 """GPU training benchmark: kiln train (trainer.backend=cuda) against PyTorch on the same GPU, same run.
 
 ResNet-50 (or --model) on synthetic 224x224 images, batch --batch, SGD with momentum; images/s over the steps after
---warmup. PyTorch runs FP32 eager (NCHW) and, for reference, FP16 AMP channels-last (the issue's target peer).
+--warmup. kiln trains in each of --precisions (fp32; fp16: mixed precision with dynamic loss scaling). PyTorch
+runs FP32 eager (NCHW) and FP16 AMP channels-last (the issue's target peer).
 usage (on the GPU machine, from the repo root): python3 benchmarks/train/gpu_bench.py [--kiln build-gpu/bin/kiln]
-  [--model resnet50] [--batch 64] [--steps 30] [--warmup 5]
+  [--model resnet50] [--batch 64] [--steps 30] [--warmup 5] [--precisions fp32,fp16,fp16:layout-nhwc]
+  (a precision, optionally with graph passes to leave out after a colon)
 """
 import argparse
 import json
@@ -14,18 +16,20 @@ import tempfile
 import time
 
 
-def kiln_run(args, tmp):
-    run_dir = os.path.join(tmp, "kiln-run")
+def kiln_run(args, tmp, variant):
+    # "fp16" or "fp16:layout-nhwc" (a precision, then graph passes to leave out)
+    precision, _, disabled = variant.partition(":")
+    run_dir = os.path.join(tmp, "kiln-run-" + variant.replace(":", "-"))
     cmd = [args.kiln, "train", "--quiet", "--config", "examples/fashion_mnist.yaml", "--run-dir", run_dir,
            "trainer.backend=cuda", f"model.name={args.model}", "data.format=synthetic", "data.val=",
            "data.height=224", "data.width=224", "data.channels=3", "data.classes=1000", "data.mean=[0.5]",
            "data.std=[0.25]", f"data.batch_size={args.batch}", f"data.train_limit={args.batch * args.steps}",
            "data.workers=8", "optim.name=momentum", "optim.lr=0.01", "trainer.epochs=1", "trainer.log_every=1",
-           "trainer.threads=16"]
+           "trainer.threads=16", f"trainer.precision={precision}", f"trainer.disable_passes={disabled}"]
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=560)
     out = {"wall_s": time.time() - t0, "ok": p.returncode == 0}
-    with open(os.path.join(tmp, "kiln.log"), "w") as f:
+    with open(os.path.join(tmp, f"kiln-{variant.replace(':', '-')}.log"), "w") as f:
         f.write(" ".join(cmd) + "\n" + p.stdout + p.stderr)
     if p.returncode != 0:
         out["error"] = (p.stderr.strip().splitlines() or ["failed"])[-1][:300]
@@ -34,6 +38,7 @@ def kiln_run(args, tmp):
     timed = steps[args.warmup:]
     out["images_per_s"] = sum(s["images_per_s"] for s in timed) / max(len(timed), 1)
     out["loss_first_last"] = [steps[0]["loss"], steps[-1]["loss"]]
+    out["skipped_steps"] = steps[-1].get("skipped_steps", 0)
     return out
 
 
@@ -75,13 +80,16 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--peer", choices=["fp32", "amp"])
+    ap.add_argument("--precisions", default="fp32,fp16")
     args = ap.parse_args()
     if args.peer:
         print(json.dumps(torch_run(args, args.peer == "amp")))
         return
     tmp = tempfile.mkdtemp()
-    kiln = kiln_run(args, tmp)
-    print("kiln:", kiln, flush=True)
+    kiln = {}
+    for precision in args.precisions.split(","):
+        kiln[precision] = kiln_run(args, tmp, precision)
+        print(f"kiln {precision}:", kiln[precision], flush=True)
     peers = {}
     for mode in ("fp32", "amp"):
         p = subprocess.run([sys.executable, __file__, "--peer", mode, "--model", args.model, "--batch", str(args.batch),
@@ -89,13 +97,16 @@ def main():
                            capture_output=True, text=True, timeout=300)
         peers[mode] = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else {"error": p.stderr[-300:]}
         print(f"torch {mode}:", peers[mode], flush=True)
-    k = kiln.get("images_per_s")
-    print("| model | batch | kiln FP32 img/s | PyTorch FP32 img/s | PyTorch AMP channels-last img/s | kiln/FP32 | kiln/AMP |")
-    print("|---|---|---|---|---|---|---|")
     f32, amp = peers["fp32"].get("images_per_s"), peers["amp"].get("images_per_s")
     fmt = lambda v: f"{v:.0f}" if v else "-"
     ratio = lambda a, b: f"{a / b:.2f}" if a and b else "-"
-    print(f"| {args.model} | {args.batch} | {fmt(k)} | {fmt(f32)} | {fmt(amp)} | {ratio(k, f32)} | {ratio(k, amp)} |")
+    print("| model | batch | kiln precision | kiln img/s | PyTorch FP32 img/s | PyTorch AMP channels-last img/s "
+          "| kiln/FP32 | kiln/AMP |")
+    print("|---|---|---|---|---|---|---|---|")
+    for precision, k in kiln.items():
+        v = k.get("images_per_s")
+        print(f"| {args.model} | {args.batch} | {precision} | {fmt(v)} | {fmt(f32)} | {fmt(amp)} | {ratio(v, f32)} "
+              f"| {ratio(v, amp)} |")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 // Precision: layers run in float16 or bfloat16 where the builder config allows it and the backend has a kernel
 // in that precision, with casts only at precision boundaries; everything else stays in float32.
+#include <algorithm>
+#include <map>
 #include <set>
+#include <vector>
 
 #include "kiln/logger.h"
 #include "ops/elementwise/elementwise.h"
@@ -10,13 +13,21 @@
 namespace kiln {
 namespace {
 
-// Layers worth running in reduced precision on their own: the heavy compute.
-const std::set<std::string> kCompute = {"Convolution",    "Deconvolution", "MatrixMultiply",
-                                        "FullyConnected", "MLP",           "Attention"};
+// Layers worth running in reduced precision on their own: the heavy compute (with the convolution's backward
+// ops, so a mixed-precision training graph runs its backward in reduced precision too).
+const std::set<std::string> kCompute = {
+    "Convolution", "Deconvolution", "MatrixMultiply",          "FullyConnected",
+    "MLP",         "Attention",     "ConvolutionBackwardData", "ConvolutionBackwardFilter"};
 // Layers that follow their inputs into reduced precision (no cast of their own is worth it): pointwise and data
 // movement, whose float inputs are all data.
-const std::set<std::string> kFollowers = {"Activation", "ElementWise",   "Unary",          "Scale",   "Pooling",
-                                          "Shuffle",    "Concatenation", "PointwiseChain", "Identity"};
+const std::set<std::string> kFollowers = {
+    "Activation",     "ElementWise",   "Unary",          "Scale",    "Pooling",
+    "Shuffle",        "Concatenation", "PointwiseChain", "Identity", "ActivationBackward",
+    "PoolingBackward"};
+// Layers whose data inputs follow into reduced precision while their parameters and statistics stay float32
+// (the kernels read those as float): op -> the data inputs. Training's batch norm, as mixed precision runs it.
+const std::map<std::string, std::vector<int>> kDataFollowers = {{"BatchNormalizationTraining", {0}},
+                                                                {"BatchNormalizationBackward", {0, 1}}};
 // Softmax, norms and reductions accumulate in float32 and stay there.
 const std::set<std::string> kFloat32Only = {
     "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "InstanceNormalization",
@@ -64,20 +75,26 @@ class Lowering {
     return cast->outputs[0];
   }
 
-  // Whether an input of `n` already comes out of a layer in precision `t` (through a boundary cast).
-  static bool reads_precision(const Node& n, DataType t) {
-    for (const Value* v : n.inputs)
+  // Whether an input of `n` (one of `only`, when given) already comes out of a layer in precision `t` (through a
+  // boundary cast).
+  static bool reads_precision(const Node& n, DataType t, const std::vector<int>* only = nullptr) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Value* v = n.inputs[i];
+      if (only && std::find(only->begin(), only->end(), static_cast<int>(i)) == only->end()) continue;
       if (v && v->producer && v->producer->op() == "Cast" && v->producer->inputs[0]->dtype == t) return true;
+    }
     return false;
   }
 
-  // Replaces `n` by the same layer in precision `t`, casting float32 inputs to t and outputs back. `check`: ask
-  // the backend first. On an error the graph is as it was.
-  Status lower(Node* n, DataType t, bool check) {
+  // Replaces `n` by the same layer in precision `t`, casting float32 inputs (only those in `only`, when given)
+  // to t and outputs back. `check`: ask the backend first. On an error the graph is as it was.
+  Status lower(Node* n, DataType t, bool check, const std::vector<int>* only = nullptr) {
     std::vector<Value*> inputs;
     const size_t casts_before = new_casts_.size();
-    for (Value* in : n->inputs) {
-      if (!in || in->kind != ValueKind::kTensor || in->dtype != DataType::kFloat32) {
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      Value* in = n->inputs[i];
+      const bool data = !only || std::find(only->begin(), only->end(), static_cast<int>(i)) != only->end();
+      if (!data || !in || in->kind != ValueKind::kTensor || in->dtype != DataType::kFloat32) {
         inputs.push_back(in);
         continue;
       }
@@ -192,12 +209,14 @@ Status choose_precisions(PassContext& ctx) {
       continue;
     }
     const bool compute = kCompute.count(op) > 0;
-    if (!compute && !kFollowers.count(op)) continue;
+    const auto data_only = kDataFollowers.find(op);
+    const std::vector<int>* only = data_only != kDataFollowers.end() ? &data_only->second : nullptr;
+    if (!compute && !only && !kFollowers.count(op)) continue;
     std::string reasons;
     bool done = false;
     for (DataType t : allowed) {
-      if (!compute && !Lowering::reads_precision(*n, t)) continue;  // a follower only follows
-      Status st = lowering.lower(n, t, true);
+      if (!compute && !Lowering::reads_precision(*n, t, only)) continue;  // a follower only follows
+      Status st = lowering.lower(n, t, true, only);
       if (st.is_ok()) {
         ctx.applied(str_cat("'", name, "' (", op, ") runs in ", dtype_name(t)));
         done = true;

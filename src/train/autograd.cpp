@@ -164,14 +164,21 @@ Result<TrainingGraph> build_training_graph(const Graph& model, const std::string
   }
 
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, g.topological_order());
+  std::set<const Value*> stopped;
+  for (const std::string& name : options.stop_gradient) {
+    const Value* v = g.find_value(name);
+    if (!v) return invalid_argument("stop-gradient value '", name, "' is not a value of the model");
+    stopped.insert(v);
+  }
   NodeGradBuilder::Shared shared{.graph = &g, .training = options.training};
-  for (Value* v : candidates) shared.requires_grad.insert(v);
+  for (Value* v : candidates)
+    if (!stopped.count(v)) shared.requires_grad.insert(v);
   for (Node* n : order) {
     bool any =
         std::any_of(n->inputs.begin(), n->inputs.end(), [&](Value* v) { return v && shared.requires_grad.count(v); });
     if (!any) continue;
     for (Value* o : n->outputs)
-      if (is_float(o->dtype)) shared.requires_grad.insert(o);
+      if (is_float(o->dtype) && !stopped.count(o)) shared.requires_grad.insert(o);
   }
   if (!shared.requires_grad.count(loss_value))
     return invalid_argument("the loss '", loss, "' does not depend on any parameter: there is nothing to train");
@@ -187,9 +194,16 @@ Result<TrainingGraph> build_training_graph(const Graph& model, const std::string
     for (Value* v : n->inputs)
       if (v && v->producer && shared.requires_grad.count(v)) stack.push_back(v->producer);
   }
-  KILN_ASSIGN_OR_RETURN(Tensor seed, Tensor::empty(loss_value->dtype, loss_value->dims));
-  store_element(seed.raw(), seed.dtype(), 0, 1.0);
-  KILN_ASSIGN_OR_RETURN(Value * seed_value, g.add_constant(shared.fresh_name(loss + ".grad_seed"), std::move(seed)));
+  Value* seed_value = nullptr;
+  if (options.loss_scale_input) {
+    if (g.find_value(std::string(kLossScaleInput)))
+      return invalid_argument("the model already has a value named '", kLossScaleInput, "': rename it");
+    KILN_ASSIGN_OR_RETURN(seed_value, g.add_input(std::string(kLossScaleInput), loss_value->dtype, loss_value->dims));
+  } else {
+    KILN_ASSIGN_OR_RETURN(Tensor seed, Tensor::empty(loss_value->dtype, loss_value->dims));
+    store_element(seed.raw(), seed.dtype(), 0, 1.0);
+    KILN_ASSIGN_OR_RETURN(seed_value, g.add_constant(shared.fresh_name(loss + ".grad_seed"), std::move(seed)));
+  }
   shared.grads[loss_value] = seed_value;
 
   for (auto it = order.rbegin(); it != order.rend(); ++it) {

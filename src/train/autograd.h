@@ -19,11 +19,20 @@ struct AutogradOptions {
   /// Values (by name) to keep as plain graph inputs without a gradient (state such as BatchNorm's running
   /// statistics, which the step updates through other outputs).
   std::vector<std::string> state;
+  /// Values (by name) no gradient flows through, as if detached: what produced them is not differentiated from
+  /// them (a no-grad region of the model: ModuleContext's NoGrad).
+  std::vector<std::string> stop_gradient;
   /// With explicit params: leave out those no gradient reaches instead of failing (the op harness).
   bool allow_unreached = false;
   /// Rules see training() == true (Dropout active, BatchNorm on batch statistics).
   bool training = true;
+  /// The backward starts from a graph input (kLossScaleInput, a scalar of the loss's type) instead of 1: the
+  /// gradients come out multiplied by it (loss scaling for float16 training; the loss output is not scaled).
+  bool loss_scale_input = false;
 };
+
+/// The graph input that seeds the backward when AutogradOptions::loss_scale_input is set.
+inline constexpr std::string_view kLossScaleInput = "train.loss_scale";
 
 struct TrainingGraph {
   std::unique_ptr<Graph> graph;

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -237,6 +238,11 @@ Result<TrainConfig> parse_train_config(const std::string& text, const std::strin
       {"max_seconds", set(t.max_seconds, f64)},
       {"backend", set(t.backend, str)},
       {"precision", set(t.precision, str)},
+      {"loss_scale", set(t.loss_scale, f64)},
+      {"loss_scale_dynamic", set(t.loss_scale_dynamic, flag)},
+      {"loss_scale_window", set(t.loss_scale_window, i64)},
+      {"grad_accumulation", set(t.grad_accumulation, i64)},
+      {"disable_passes", set(t.disable_passes, str)},
       {"progress", set(t.progress, flag)},
   };
   for (const auto& kv : root) {
@@ -267,6 +273,11 @@ Result<TrainConfig> parse_train_config(const std::string& text, const std::strin
   KILN_RETURN_IF_ERROR(positive(d.batch_size, "data.batch_size"));
   KILN_RETURN_IF_ERROR(positive(t.epochs, "trainer.epochs"));
   KILN_RETURN_IF_ERROR(positive(t.log_every, "trainer.log_every"));
+  KILN_RETURN_IF_ERROR(positive(t.loss_scale_window, "trainer.loss_scale_window"));
+  KILN_RETURN_IF_ERROR(positive(t.grad_accumulation, "trainer.grad_accumulation"));
+  if (t.loss_scale < 0 || !std::isfinite(t.loss_scale))
+    return invalid_argument(source, ": 'trainer.loss_scale' must be 0 (2^16) or a positive initial scale, not ",
+                            t.loss_scale);
   if (d.train_limit < 0 || d.val_limit < 0)
     return invalid_argument(source, ": data.train_limit and data.val_limit cannot be negative");
   if (d.workers < 0 || d.prefetch < 0 || t.threads < 0 || t.val_every < 0 || t.snapshot_every < 0 ||
@@ -350,7 +361,11 @@ std::string TrainConfig::to_yaml() const {
       << "snapshot_every" << YAML::Value << trainer.snapshot_every << YAML::Key << "snapshot_steps" << YAML::Value
       << trainer.snapshot_steps << YAML::Key << "max_seconds" << YAML::Value << trainer.max_seconds << YAML::Key
       << "backend" << YAML::Value << trainer.backend << YAML::Key << "precision" << YAML::Value << trainer.precision
-      << YAML::Key << "progress" << YAML::Value << trainer.progress;
+      << YAML::Key << "loss_scale" << YAML::Value << trainer.loss_scale << YAML::Key << "loss_scale_dynamic"
+      << YAML::Value << trainer.loss_scale_dynamic << YAML::Key << "loss_scale_window" << YAML::Value
+      << trainer.loss_scale_window << YAML::Key << "grad_accumulation" << YAML::Value << trainer.grad_accumulation
+      << YAML::Key << "disable_passes" << YAML::Value << trainer.disable_passes << YAML::Key << "progress"
+      << YAML::Value << trainer.progress;
   out << YAML::EndMap << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

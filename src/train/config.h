@@ -63,7 +63,19 @@ struct TrainConfig {
     int64_t snapshot_steps = 0;  ///< also every N steps (0: off)
     double max_seconds = 0;      ///< stop after this much training time (0: no limit)
     std::string backend = "cpu";
+    /// fp32; fp16 or bf16: mixed precision (compute layers and their backward in reduced precision where the
+    /// backend has kernels, float32 master weights, norms and the loss in float32).
     std::string precision = "fp32";
+    /// fp16 loss scaling: the initial scale (0: 2^16); dynamic: halved (and the step skipped) when the gradients
+    /// overflow, doubled after loss_scale_window good steps; otherwise fixed. bf16 and fp32 do not scale.
+    double loss_scale = 0;
+    bool loss_scale_dynamic = true;
+    int64_t loss_scale_window = 2000;
+    /// Graph optimizer passes to leave out of the training and evaluation engines, comma-separated (as
+    /// `kiln exec --disable-pass` takes them), e.g. "layout-nhwc".
+    std::string disable_passes;
+    /// Micro-batches of data.batch_size whose gradients are averaged before one optimizer step.
+    int64_t grad_accumulation = 1;
     bool progress = true;
   } trainer;
 

@@ -98,7 +98,7 @@ Result<Value*> ModuleContext::tensor(const std::string& local, const Dims& dims,
   const std::string name = scoped(local);
   KILN_ASSIGN_OR_RETURN(Tensor value, store_.get_or_create(name, dims, init, trainable));
   if (Value* existing = graph_.find_value(name)) return existing;  // shared weights
-  (trainable ? params_ : buffers_).push_back(name);
+  (trainable && !no_grad() ? params_ : buffers_).push_back(name);
   if (constants_) return graph_.add_constant(name, value);
   return graph_.add_input(name, DataType::kFloat32, dims);
 }
@@ -136,6 +136,8 @@ Result<std::vector<Value*>> ModuleContext::add(std::string_view op, std::unique_
   std::string name = scoped(std::string(op));
   if (graph_.find_node(name) || graph_.find_value(name)) name += "#" + std::to_string(++counter_);
   KILN_ASSIGN_OR_RETURN(Node * node, graph_.add_node(op, name, std::move(attrs), std::move(inputs)));
+  if (no_grad())
+    for (const Value* v : node->outputs) no_grad_values_.push_back(v->name);
   return node->outputs;
 }
 
@@ -408,5 +410,27 @@ ModulePtr avg_pool2d(int64_t kernel, int64_t stride, int64_t pad) {
 }
 ModulePtr global_avg_pool() { return std::make_shared<Pool2d>(PoolingMode::kAverage, 0, 0, 0, true); }
 ModulePtr flatten() { return std::make_shared<Flatten>(); }
+
+}  // namespace kiln::train
+
+namespace kiln::train {
+namespace {
+
+class NoGradModule final : public Module {
+ public:
+  explicit NoGradModule(ModulePtr inner) : inner_(std::move(inner)) {}
+  Result<Value*> forward(ModuleContext& ctx, Value* x) override {
+    ModuleContext::NoGrad region(ctx);
+    return inner_->forward(ctx, x);
+  }
+  std::string describe() const override { return "NoGrad(" + inner_->describe() + ")"; }
+
+ private:
+  ModulePtr inner_;
+};
+
+}  // namespace
+
+ModulePtr no_grad(ModulePtr inner) { return std::make_shared<NoGradModule>(std::move(inner)); }
 
 }  // namespace kiln::train

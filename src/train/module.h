@@ -87,6 +87,22 @@ class ModuleContext {
   void pop() { scope_.pop_back(); }
   std::string scoped(const std::string& local) const;
 
+  /// A no-grad region (RAII): parameters created inside are frozen (graph inputs the optimizer does not update,
+  /// listed with the buffers) and no gradient flows back through the values its ops produce.
+  class NoGrad {
+   public:
+    explicit NoGrad(ModuleContext& ctx) : ctx_(ctx) { ++ctx_.no_grad_depth_; }
+    ~NoGrad() { --ctx_.no_grad_depth_; }
+    NoGrad(const NoGrad&) = delete;
+    NoGrad& operator=(const NoGrad&) = delete;
+
+   private:
+    ModuleContext& ctx_;
+  };
+  bool no_grad() const { return no_grad_depth_ > 0; }
+  /// The values produced inside no-grad regions (AutogradOptions::stop_gradient).
+  const std::vector<std::string>& no_grad_values() const { return no_grad_values_; }
+
   /// Graph inputs that are parameters / buffers (names), and buffer -> value holding its next value.
   const std::vector<std::string>& param_names() const { return params_; }
   const std::vector<std::string>& buffer_names() const { return buffers_; }
@@ -103,6 +119,8 @@ class ModuleContext {
   std::vector<std::string> params_, buffers_;
   std::map<std::string, std::string> updates_;
   int counter_ = 0;
+  int no_grad_depth_ = 0;
+  std::vector<std::string> no_grad_values_;
 };
 
 class Module {
@@ -149,5 +167,8 @@ ModulePtr dropout(double ratio = 0.5);
 ModulePtr residual(ModulePtr body, ModulePtr shortcut = nullptr, ModulePtr after = nullptr);
 /// Runs each branch on the input and concatenates the results along channels.
 ModulePtr concat_branches(std::vector<ModulePtr> branches);
+/// `inner` in a no-grad region: its parameters are frozen and no gradient flows back through it (a fixed
+/// feature extractor under a trained head). Buffers still update in training (BatchNorm's running statistics).
+ModulePtr no_grad(ModulePtr inner);
 
 }  // namespace kiln::train

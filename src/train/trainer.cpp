@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/cuda_runtime.h"
+#include "kiln/logger.h"
 #include "ops/loss/loss.h"
 #include "train/autograd.h"
 #include "train/checkpoint.h"
@@ -109,9 +112,33 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config, cons
   t->config_ = config;
   t->run_dir_ = run_dir;
   const TrainConfig& c = t->config_;
-  if (c.trainer.precision != "fp32")
-    return unsupported(c.file, ": 'trainer.precision' ", c.trainer.precision,
-                       " is not trained yet (mixed precision is still to come): use fp32");
+  t->fp16_scaling_ = c.trainer.precision == "fp16";
+  // Data parallel (several processes: mpirun, or RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT): each rank
+  // trains on its slice of every batch of data.batch_size (the global batch) and the gradients are summed.
+  KILN_ASSIGN_OR_RETURN(t->dist_, dist_config_from_env());
+  const int world = t->dist_.world_size;
+  if (c.data.batch_size % world != 0)
+    return invalid_argument(c.file, ": 'data.batch_size' ", c.data.batch_size,
+                            " (the global batch) does not divide by the ", world, " processes of this run");
+  if (c.trainer.backend == "cuda" && t->dist_.enabled()) {
+    // One GPU per process: this rank's GPU becomes its device 0 (before CUDA starts in this process).
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    std::vector<std::string> ids;
+    std::stringstream list(visible ? visible : "");
+    for (std::string id; std::getline(list, id, ',');) ids.push_back(id);
+    const std::string mine =
+        ids.empty() ? std::to_string(t->dist_.local_rank) : ids[static_cast<size_t>(t->dist_.local_rank) % ids.size()];
+    setenv("CUDA_VISIBLE_DEVICES", mine.c_str(), 1);
+  }
+  if (c.trainer.backend == "cuda") {
+    if (!cuda::gpu_available())
+      return unsupported(c.file, ": 'trainer.backend' is cuda but no GPU is usable (", cuda::query_runtime().problem,
+                         "): use trainer.backend=cpu");
+    KILN_ASSIGN_OR_RETURN(t->stream_, create_stream(Device::cuda(0)));
+  }
+  if (t->dist_.enabled()) {
+    KILN_ASSIGN_OR_RETURN(t->comm_, Communicator::create(t->dist_, t->stream().device()));
+  }
   t->store_ = ParameterStore(static_cast<uint64_t>(c.trainer.seed));
   KILN_ASSIGN_OR_RETURN(t->train_set_, open_dataset(c, c.data.train, c.data.train_split, c.data.train_limit, "train"));
   if (!c.data.val.empty()) {
@@ -129,6 +156,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config, cons
   lo.seed = static_cast<uint64_t>(c.trainer.seed);
   lo.threads = static_cast<int>(c.data.workers);
   lo.prefetch = static_cast<int>(std::max<int64_t>(c.data.prefetch, 1));
+  lo.shards = world;
+  lo.shard = t->dist_.rank;
   KILN_ASSIGN_OR_RETURN(t->train_loader_, DataLoader::create(t->train_set_, train_aug, lo));
   if (t->train_loader_->batches_per_epoch() == 0)
     return invalid_argument(c.file, ": the training set (", t->train_set_->size(),
@@ -138,6 +167,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config, cons
     vo.batch_size = c.data.val_batch_size ? c.data.val_batch_size : c.data.batch_size;
     vo.shuffle = false;
     vo.drop_last = false;
+    vo.shards = 1;  // every rank evaluates the whole validation set
+    vo.shard = 0;
     KILN_ASSIGN_OR_RETURN(t->val_loader_, DataLoader::create(t->val_set_, val_aug, vo));
     t->val_start_ = t->val_loader_->state();
   }
@@ -147,10 +178,43 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config, cons
   KILN_ASSIGN_OR_RETURN(t->model_, make_model(c.model, t->input_shape_, t->classes_));
   KILN_RETURN_IF_ERROR(t->build_engines());
 
+  if (t->stream_) {
+    KILN_ASSIGN_OR_RETURN(DeviceMirror mirror, DeviceMirror::create(t->store_, t->stream_->device(), *t->stream_));
+    t->device_ = std::move(mirror);
+  }
+  if (t->comm_) {  // every rank starts from rank 0's parameters and buffers
+    std::vector<Tensor> all;
+    for (const auto& [name, entry] : t->store_.entries()) {
+      KILN_ASSIGN_OR_RETURN(Tensor value, t->bound(name));
+      all.push_back(value);
+    }
+    KILN_RETURN_IF_ERROR(t->comm_->broadcast(all, 0, t->stream()));
+  }
   std::vector<Parameter> params;
-  for (const std::string& name : t->params_) params.push_back({name, t->store_.find(name)->value, Tensor()});
+  for (const std::string& name : t->params_) {
+    KILN_ASSIGN_OR_RETURN(Tensor value, t->bound(name));
+    params.push_back({name, value, Tensor()});
+  }
   KILN_ASSIGN_OR_RETURN(t->optimizer_, Optimizer::create(c.optim, std::move(params), "optim"));
-  const int64_t total = c.trainer.epochs * t->train_loader_->batches_per_epoch();
+  t->optimizer_->set_stream(&t->stream());
+  if (c.trainer.grad_accumulation > 1) {
+    KILN_ASSIGN_OR_RETURN(GradAccumulator acc, GradAccumulator::create(t->optimizer_->params(),
+                                                                       static_cast<int>(c.trainer.grad_accumulation)));
+    t->accumulator_ = std::move(acc);
+  }
+  if (t->fp16_scaling_) {
+    LossScalerOptions so;
+    if (c.trainer.loss_scale > 0) so.init_scale = c.trainer.loss_scale;
+    so.max_scale = std::max(so.max_scale, so.init_scale);
+    so.min_scale = std::min(so.min_scale, so.init_scale);
+    if (!c.trainer.loss_scale_dynamic) so.min_scale = so.max_scale = so.init_scale;  // a fixed scale
+    so.growth_interval = c.trainer.loss_scale_window;
+    KILN_ASSIGN_OR_RETURN(DynamicLossScaler scaler, DynamicLossScaler::create(so, "trainer"));
+    t->scaler_ = std::move(scaler);
+  }
+  const int64_t per_epoch = t->train_loader_->batches_per_epoch();
+  const int64_t total =
+      c.trainer.epochs * ((per_epoch + c.trainer.grad_accumulation - 1) / c.trainer.grad_accumulation);
   KILN_ASSIGN_OR_RETURN(LrPolicy policy, LrPolicy::create(c.lr_policy, t->optimizer_->lr(), total));
   t->lr_policy_ = std::move(policy);
 
@@ -172,13 +236,15 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config, cons
       if (!j.is_discarded() && j.value("step", int64_t{0}) <= t->step_) kept += line + "\n";
     }
     in.close();
-    std::ofstream(metrics, std::ios::trunc) << kept;
-  } else {
+    if (t->is_root()) std::ofstream(metrics, std::ios::trunc) << kept;
+  } else if (t->is_root()) {
     std::ofstream(fs::path(run_dir) / "config.yaml", std::ios::trunc) << c.to_yaml();
     std::ofstream(metrics, std::ios::trunc);
   }
-  t->metrics_.open(metrics, std::ios::app);
-  if (!t->metrics_) return Status(StatusCode::kIoError, "cannot write '" + metrics.string() + "'");
+  if (t->is_root()) {  // the other ranks of a data-parallel run write nothing
+    t->metrics_.open(metrics, std::ios::app);
+    if (!t->metrics_) return Status(StatusCode::kIoError, "cannot write '" + metrics.string() + "'");
+  }
   return t;
 }
 
@@ -190,6 +256,15 @@ Status Trainer::build_engines() {
   build.backend = c.trainer.backend == "cuda" ? Backend::kCuda : Backend::kCpu;
   build.optimization_level = 1;
   build.threads = static_cast<int>(c.trainer.threads);
+  // Mixed precision: the builder's precision pass runs the convolutions, matrix products and their backward
+  // ops in float16 / bfloat16 where the backend has kernels (casts at the boundaries; the parameters stay
+  // float32 graph inputs, so their gradients come out in float32); norms, softmax and the loss stay float32.
+  build.passes.precision.fp16 = c.trainer.precision == "fp16";
+  build.passes.precision.bf16 = c.trainer.precision == "bf16";
+  build.passes.precision.prefer_fp16 = c.trainer.precision == "fp16";
+  std::stringstream passes(c.trainer.disable_passes);
+  for (std::string name; std::getline(passes, name, ',');)
+    if (!name.empty()) build.passes.disabled.insert(name);
   auto graph_for = [&](Mode mode, int64_t batch, Graph& g, ModuleContext& ctx) -> Result<Value*> {
     const ImageShape& s = input_shape_;
     KILN_ASSIGN_OR_RETURN(Value * image,
@@ -215,17 +290,31 @@ Status Trainer::build_engines() {
   {
     Graph g;
     ModuleContext ctx(g, store_, Mode::kTrain);
-    KILN_RETURN_IF_ERROR(graph_for(Mode::kTrain, c.data.batch_size, g, ctx).status());
+    KILN_RETURN_IF_ERROR(graph_for(Mode::kTrain, c.data.batch_size / dist_.world_size, g, ctx).status());
     AutogradOptions options;
     options.params = ctx.param_names();
     options.state = ctx.buffer_names();
+    options.stop_gradient = ctx.no_grad_values();
+    options.loss_scale_input = fp16_scaling_;
     KILN_ASSIGN_OR_RETURN(TrainingGraph tg, build_training_graph(g, "loss", options));
+    if (fp16_scaling_) {
+      const Value* in = tg.graph->find_value(std::string(kLossScaleInput));
+      KILN_ASSIGN_OR_RETURN(loss_scale_tensor_, Tensor::empty(in->dtype, in->dims));
+    }
     params_ = tg.params;
     grads_ = tg.grads;
     buffer_updates_ = ctx.buffer_updates();
     has_step_input_ = g.find_value(std::string(kStepInput)) != nullptr;
-    KILN_ASSIGN_OR_RETURN(GraphRunner runner, GraphRunner::compile(*tg.graph, build));
+    BuildReport report;
+    KILN_ASSIGN_OR_RETURN(GraphRunner runner, GraphRunner::compile(*tg.graph, build, &report));
     train_runner_ = std::move(runner);
+    if (c.trainer.precision != "fp32") {
+      int lowered = 0;
+      for (const std::string& a : report.optimizer.applied) lowered += a.rfind("precision:", 0) == 0;
+      log_info("kiln train: ", c.trainer.precision, ": ", lowered,
+               " layers of the training graph run in reduced precision",
+               lowered ? "" : " (the backend has no such kernels for them: they run in float32)");
+    }
   }
   if (val_loader_) {
     Graph g;
@@ -238,34 +327,111 @@ Status Trainer::build_engines() {
   return {};
 }
 
-Status Trainer::run_step(const Batch& batch, double& loss, int64_t& correct) {
+Result<Tensor> Trainer::bound(const std::string& name) const {
+  if (device_) return device_->at(name);
+  const ParameterStore::Entry* e = store_.find(name);
+  if (!e) return invalid_argument("the model has no parameter or buffer '", name, "'");
+  return e->value;
+}
+
+Result<Tensor> Trainer::host_output(GraphRunner& runner, const std::string& name) {
+  KILN_ASSIGN_OR_RETURN(Tensor t, runner.output(name));
+  if (!t.device().is_cuda()) return t;
+  KILN_ASSIGN_OR_RETURN(Tensor host, Tensor::empty(t.dtype(), t.dims()));
+  KILN_RETURN_IF_ERROR(cuda::copy(t, host, &stream()));
+  KILN_RETURN_IF_ERROR(stream().synchronize());
+  return host;
+}
+
+Status Trainer::sync_host() {
+  if (!device_ || !host_stale_) return {};
+  KILN_RETURN_IF_ERROR(device_->download(store_, stream()));
+  host_stale_ = false;
+  return {};
+}
+
+Result<const ParameterStore*> Trainer::parameters() {
+  KILN_RETURN_IF_ERROR(sync_host());
+  return &store_;
+}
+
+Status Trainer::run_step(const Batch& batch, bool group_end, double& loss, int64_t& correct) {
   GraphRunner& r = *train_runner_;
   KILN_RETURN_IF_ERROR(r.set_input("image", batch.images));
   KILN_RETURN_IF_ERROR(r.set_input("label", batch.labels));
-  for (const auto& [name, entry] : store_.entries()) KILN_RETURN_IF_ERROR(r.set_input(name, entry.value));
+  for (const auto& [name, entry] : store_.entries()) {
+    KILN_ASSIGN_OR_RETURN(Tensor value, bound(name));
+    KILN_RETURN_IF_ERROR(r.set_input(name, value));
+  }
   if (has_step_input_) {
     step_tensor_.data<int64_t>()[0] = step_;
     KILN_RETURN_IF_ERROR(r.set_input(std::string(kStepInput), step_tensor_));
   }
-  KILN_RETURN_IF_ERROR(r.run());
-  KILN_ASSIGN_OR_RETURN(Tensor l, r.output("loss"));
+  if (scaler_) {
+    loss_scale_tensor_.set(0, scaler_->scale());
+    KILN_RETURN_IF_ERROR(r.set_input(std::string(kLossScaleInput), loss_scale_tensor_));
+  }
+  // Queued: on a GPU the gradients stay there for the optimizer (on the same stream).
+  KILN_RETURN_IF_ERROR(r.context().enqueue(stream()));
+  KILN_ASSIGN_OR_RETURN(Tensor l, host_output(r, "loss"));
   loss = l.at(0);
-  if (!std::isfinite(loss))
+  if (!std::isfinite(loss) && !scaler_)
     return invalid_argument("the loss became ", loss, " at step ", step_ + 1,
                             ": lower optim.lr, or add gradient clipping (optim.clip_grad_norm)");
-  KILN_ASSIGN_OR_RETURN(Tensor logits, r.output("logits"));
+  KILN_ASSIGN_OR_RETURN(Tensor logits, host_output(r, "logits"));
   correct = count_correct(logits, batch.labels, batch.labels.numel());
+  if (comm_) {  // the global batch's mean loss and correct count
+    KILN_ASSIGN_OR_RETURN(std::vector<double> sums, comm_->all_reduce_host({loss, static_cast<double>(correct)}));
+    loss = sums[0] / comm_->world_size();
+    correct = static_cast<int64_t>(std::llround(sums[1]));
+  }
   auto& params = optimizer_->params();
   for (size_t i = 0; i < params.size(); ++i) {
     KILN_ASSIGN_OR_RETURN(params[i].grad, r.output(grads_[i]));
   }
-  optimizer_->set_lr(lr_policy_->lr(step_));
-  KILN_RETURN_IF_ERROR(optimizer_->step());
   for (const auto& [buffer, output] : buffer_updates_) {
     KILN_ASSIGN_OR_RETURN(Tensor next, r.output(output));
-    KILN_RETURN_IF_ERROR(store_.assign(buffer, next));
+    KILN_RETURN_IF_ERROR(device_ ? device_->assign(buffer, next, stream()) : store_.assign(buffer, next));
   }
+  host_stale_ = device_.has_value();
   ++step_;
+  if (accumulator_) {
+    KILN_RETURN_IF_ERROR(accumulator_->add(params));
+    if (!group_end && !accumulator_->ready()) return {};
+    KILN_RETURN_IF_ERROR(accumulator_->finish(params));
+  }
+  return update_parameters();
+}
+
+// The optimizer's step on the gradients now in its parameters (fp16: unscaled, skipped on overflow).
+Status Trainer::update_parameters() {
+  optimizer_->set_lr(lr_policy_->lr(updates_));
+  StepOptions so;
+  if (scaler_) {
+    so.grad_scale = scaler_->scale();
+    so.skip_nonfinite = true;
+  }
+  auto& params = optimizer_->params();
+  if (comm_) {
+    // The mean of the ranks' gradients: summed here, divided in the step. Buffers (BatchNorm's running
+    // statistics) follow rank 0's, as PyTorch's DistributedDataParallel does.
+    std::vector<Tensor> grads;
+    for (const Parameter& p : params) grads.push_back(p.grad);
+    KILN_RETURN_IF_ERROR(comm_->all_reduce_sum(grads, stream()));
+    so.grad_scale *= comm_->world_size();
+    std::vector<Tensor> buffers;
+    for (const auto& [buffer, output] : buffer_updates_) {
+      KILN_ASSIGN_OR_RETURN(Tensor value, bound(buffer));
+      buffers.push_back(value);
+    }
+    if (!buffers.empty()) KILN_RETURN_IF_ERROR(comm_->broadcast(buffers, 0, stream()));
+  }
+  KILN_ASSIGN_OR_RETURN(bool stepped, optimizer_->step(so));
+  if (scaler_) {
+    scaler_->update(!stepped);
+    if (!stepped) ++skipped_steps_;
+  }
+  ++updates_;
   return {};
 }
 
@@ -289,8 +455,11 @@ Result<std::pair<double, double>> Trainer::evaluate() {
     std::copy_n(batch.labels.data<int64_t>(), n, labels.data<int64_t>());
     KILN_RETURN_IF_ERROR(r.set_input("image", images));
     KILN_RETURN_IF_ERROR(r.set_input("label", labels));
-    for (const auto& [name, entry] : store_.entries()) KILN_RETURN_IF_ERROR(r.set_input(name, entry.value));
-    KILN_RETURN_IF_ERROR(r.run());
+    for (const auto& [name, entry] : store_.entries()) {
+      KILN_ASSIGN_OR_RETURN(Tensor value, bound(name));
+      KILN_RETURN_IF_ERROR(r.set_input(name, value));
+    }
+    KILN_RETURN_IF_ERROR(r.context().execute(stream()));
     KILN_ASSIGN_OR_RETURN(Tensor losses, r.output("losses"));
     KILN_ASSIGN_OR_RETURN(Tensor logits, r.output("logits"));
     for (int64_t k = 0; k < n; ++k) loss_sum += losses.at(k);
@@ -318,13 +487,18 @@ Result<TrainResult> Trainer::fit(const std::function<void(const TrainEvent&)>& o
     KILN_ASSIGN_OR_RETURN(Batch batch, train_loader_->next());
     double loss = 0;
     int64_t correct = 0;
-    KILN_RETURN_IF_ERROR(run_step(batch, loss, correct));
+    const int64_t accumulate = tc.grad_accumulation;
+    const int64_t next_in_epoch = step_ % per_epoch + 1;
+    const bool group_end = next_in_epoch % accumulate == 0 || next_in_epoch == per_epoch;
+    KILN_RETURN_IF_ERROR(run_step(batch, group_end, loss, correct));
     epoch_train += seconds_since(step_t0);
-    const int64_t n = batch.labels.numel();
-    window_loss += loss, epoch_loss += loss;
+    const int64_t n = batch.labels.numel() * dist_.world_size;
+    if (std::isfinite(loss)) {  // fp16: a step whose loss overflowed is skipped and not counted
+      window_loss += loss, epoch_loss += loss;
+      ++window_steps, ++epoch_steps;
+    }
     window_correct += correct, epoch_correct += correct;
     window_seen += n, epoch_seen += n;
-    ++window_steps, ++epoch_steps;
     const int64_t in_epoch = (step_ - 1) % per_epoch + 1;
     const bool epoch_done = in_epoch == per_epoch;
     const bool out_of_time = tc.max_seconds > 0 && elapsed() >= tc.max_seconds;
@@ -334,8 +508,10 @@ Result<TrainResult> Trainer::fit(const std::function<void(const TrainEvent&)>& o
     e.steps_per_epoch = per_epoch;
     e.step_in_epoch = in_epoch;
     e.lr = optimizer_->lr();
+    e.loss_scale = scaler_ ? scaler_->scale() : 0.0;
+    e.skipped_steps = skipped_steps_;
     if (step_ % tc.log_every == 0 || epoch_done || out_of_time) {
-      e.loss = window_loss / window_steps;
+      e.loss = window_loss / std::max<int64_t>(window_steps, 1);
       e.accuracy = static_cast<double>(window_correct) / window_seen;
       e.images_per_second = window_seen / std::max(seconds_since(window_t0), 1e-9);
       e.elapsed_seconds = elapsed();
@@ -381,13 +557,17 @@ Result<TrainResult> Trainer::fit(const std::function<void(const TrainEvent&)>& o
       }
     }
   }
+  KILN_RETURN_IF_ERROR(sync_host());
   result.epochs = epoch_;
   result.steps = step_;
+  result.skipped_steps = skipped_steps_;
+  result.loss_scale = scaler_ ? scaler_->scale() : 0.0;
   result.seconds = elapsed();
   return result;
 }
 
 Status Trainer::append_metrics(const TrainEvent& e) {
+  if (!is_root()) return {};
   nlohmann::json j = {{"type", e.epoch_end ? "epoch" : "step"},
                       {"epoch", e.epoch},
                       {"step", e.step},
@@ -399,6 +579,10 @@ Status Trainer::append_metrics(const TrainEvent& e) {
   if (e.epoch_end) j["train_time"] = e.epoch_train_seconds;
   if (e.val_loss) j["val_loss"] = *e.val_loss;
   if (e.val_accuracy) j["val_acc"] = *e.val_accuracy;
+  if (scaler_) {
+    j["loss_scale"] = e.loss_scale;
+    j["skipped_steps"] = e.skipped_steps;
+  }
   metrics_ << j.dump() << "\n";
   metrics_.flush();
   if (!metrics_) return Status(StatusCode::kIoError, "writing metrics.jsonl in '" + run_dir_ + "' failed");
@@ -406,11 +590,23 @@ Status Trainer::append_metrics(const TrainEvent& e) {
 }
 
 Status Trainer::save_snapshot(const std::string& path) {
+  if (!is_root()) return {};  // the ranks hold the same parameters and optimizer state
+  KILN_RETURN_IF_ERROR(sync_host());
   Checkpoint ck;
   for (const auto& [name, entry] : store_.entries()) ck.tensors["model/" + name] = entry.value;
   KILN_ASSIGN_OR_RETURN(auto state, optimizer_->export_state());
   for (auto& [key, value] : state) ck.tensors["optim/" + key] = std::move(value);
+  if (accumulator_) {
+    KILN_ASSIGN_OR_RETURN(auto acc, accumulator_->export_state());
+    for (auto& [key, value] : acc) ck.tensors["accum/" + key] = std::move(value);
+  }
+  if (scaler_) {
+    KILN_ASSIGN_OR_RETURN(auto sc, scaler_->export_state());
+    for (auto& [key, value] : sc) ck.tensors["scaler/" + key] = std::move(value);
+  }
   nlohmann::json meta = {{"step", step_},
+                         {"updates", updates_},
+                         {"skipped_steps", skipped_steps_},
                          {"epoch", epoch_},
                          {"elapsed_seconds", elapsed_before_ + seconds_since(fit_start_)},
                          {"loader", train_loader_->state().serialize()},
@@ -421,21 +617,31 @@ Status Trainer::save_snapshot(const std::string& path) {
 
 Status Trainer::load_snapshot(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(Checkpoint ck, load_checkpoint(path));
-  std::map<std::string, Tensor> optim;
+  std::map<std::string, Tensor> optim, accum, scaler;
   for (auto& [key, value] : ck.tensors) {
     if (key.rfind("model/", 0) == 0) {
       Status st = store_.assign(key.substr(6), value);
       if (!st.is_ok()) return std::move(st).with_prefix("snapshot '" + path + "'");
     } else if (key.rfind("optim/", 0) == 0) {
       optim[key.substr(6)] = value;
+    } else if (key.rfind("accum/", 0) == 0) {
+      accum[key.substr(6)] = value;
+    } else if (key.rfind("scaler/", 0) == 0) {
+      scaler[key.substr(7)] = value;
     }
   }
+  // The GPU copies first: the optimizer's state goes to the device its parameters are on.
+  if (device_) KILN_RETURN_IF_ERROR(device_->upload(store_, stream()));
   Status st = optimizer_->import_state(optim);
+  if (st.is_ok() && accumulator_) st = accumulator_->import_state(accum);
+  if (st.is_ok() && scaler_) st = scaler_->import_state(scaler);
   if (!st.is_ok()) return std::move(st).with_prefix("snapshot '" + path + "'");
   auto meta = nlohmann::json::parse(ck.meta_json, nullptr, false);
   if (meta.is_discarded() || !meta.contains("loader"))
     return invalid_argument("snapshot '", path, "' has no loader position; it was not written by kiln train");
   step_ = meta.value("step", int64_t{0});
+  updates_ = meta.value("updates", step_);
+  skipped_steps_ = meta.value("skipped_steps", int64_t{0});
   epoch_ = meta.value("epoch", int64_t{0});
   elapsed_before_ = meta.value("elapsed_seconds", 0.0);
   KILN_ASSIGN_OR_RETURN(LoaderState ls, LoaderState::parse(meta["loader"].get<std::string>()));
@@ -443,6 +649,7 @@ Status Trainer::load_snapshot(const std::string& path) {
 }
 
 Result<std::unique_ptr<Graph>> Trainer::inference_graph(int64_t batch) {
+  KILN_RETURN_IF_ERROR(sync_host());
   auto g = std::make_unique<Graph>();
   ModuleContext ctx(*g, store_, Mode::kEval, /*params_as_constants=*/true);
   const ImageShape& s = input_shape_;

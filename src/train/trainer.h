@@ -10,10 +10,15 @@
 #include <optional>
 #include <string>
 
+#include "kiln/stream.h"
 #include "train/config.h"
 #include "train/data/loader.h"
+#include "train/device_mirror.h"
+#include "train/dist/dist.h"
 #include "train/graph_runner.h"
 #include "train/module.h"
+#include "train/optim/gradients.h"
+#include "train/optim/loss_scaler.h"
 #include "train/optim/lr_policy.h"
 #include "train/optim/optimizer.h"
 
@@ -30,6 +35,8 @@ struct TrainEvent {
   double accuracy = 0;  ///< training accuracy over the same steps
   double lr = 0;
   double images_per_second = 0;
+  double loss_scale = 0;           ///< fp16: the loss scale after this step (0 without scaling)
+  int64_t skipped_steps = 0;       ///< fp16: optimizer steps skipped for overflowing gradients so far
   double elapsed_seconds = 0;      ///< training time so far (resumed runs include the earlier time)
   double epoch_train_seconds = 0;  ///< epoch end: the time its steps took (loading, forward, backward, update)
   std::optional<double> val_loss, val_accuracy;
@@ -42,6 +49,8 @@ struct TrainResult {
   std::optional<double> val_accuracy, val_loss;
   std::string last_snapshot;
   bool stopped_by_time = false;
+  int64_t skipped_steps = 0;  ///< fp16: optimizer steps skipped for overflowing gradients
+  double loss_scale = 0;      ///< fp16: the loss scale at the end
 };
 
 class Trainer {
@@ -63,8 +72,13 @@ class Trainer {
   Result<Tensor> sample_images(int64_t batch);
 
   const TrainConfig& config() const { return config_; }
-  const ParameterStore& parameters() const { return store_; }
+  /// The parameters as of the last step (a GPU run copies them back from the GPU first).
+  Result<const ParameterStore*> parameters();
   int64_t step() const { return step_; }
+  /// Data parallel: this process's rank (0 writes the run folder) and the number of processes.
+  int rank() const { return dist_.rank; }
+  int world_size() const { return dist_.world_size; }
+  bool is_root() const { return dist_.rank == 0; }
   /// The model as text and its size ("Sequential(...)", parameter count).
   std::string summary() const;
   /// The snapshots of a run folder, oldest first.
@@ -73,7 +87,14 @@ class Trainer {
  private:
   Trainer() = default;
   Status build_engines();
-  Status run_step(const Batch& batch, double& loss, int64_t& correct);
+  /// One micro-batch: forward and backward, then (every grad_accumulation micro-batches, or at `group_end`)
+  /// the optimizer's update. `loss` is NaN for a skipped fp16 step whose loss overflowed.
+  Status run_step(const Batch& batch, bool group_end, double& loss, int64_t& correct);
+  Status update_parameters();
+  Status sync_host();
+  Stream& stream() { return stream_ ? *stream_ : cpu_stream(); }
+  Result<Tensor> bound(const std::string& name) const;
+  Result<Tensor> host_output(GraphRunner& runner, const std::string& name);
   Status save_snapshot(const std::string& path);
   Status load_snapshot(const std::string& path);
   Status append_metrics(const TrainEvent& e);
@@ -95,8 +116,19 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::optional<LrPolicy> lr_policy_;
   Tensor step_tensor_;
+  std::unique_ptr<Stream> stream_;      ///< CUDA: the stream steps and updates run on
+  std::optional<DeviceMirror> device_;  ///< CUDA: the parameters and buffers on the GPU
+  bool host_stale_ = false;             ///< the GPU copies are newer than the store
+  bool fp16_scaling_ = false;
+  std::optional<DynamicLossScaler> scaler_;
+  Tensor loss_scale_tensor_;
+  int64_t skipped_steps_ = 0;
+  std::optional<GradAccumulator> accumulator_;
+  DistConfig dist_;
+  std::unique_ptr<Communicator> comm_;
 
-  int64_t step_ = 0, epoch_ = 0;  ///< steps done; epochs done
+  int64_t step_ = 0, epoch_ = 0;  ///< micro-batches done; epochs done
+  int64_t updates_ = 0;           ///< optimizer steps done (grad_accumulation micro-batches each)
   double elapsed_before_ = 0;     ///< training seconds of earlier sessions of this run
   std::chrono::steady_clock::time_point fit_start_ = std::chrono::steady_clock::now();
   std::ofstream metrics_;

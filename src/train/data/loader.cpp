@@ -73,6 +73,8 @@ Result<std::unique_ptr<DataLoader>> DataLoader::create(std::shared_ptr<const Dat
   if (!dataset) return invalid_argument("data loader: no dataset");
   const std::string what = str_cat("data loader over ", dataset->describe());
   if (options.batch_size < 1) return invalid_argument(what, ": batch_size ", options.batch_size, " (at least 1)");
+  if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards)
+    return invalid_argument(what, ": shard ", options.shard, " of ", options.shards, " (0 <= shard < shards)");
   if (options.threads < 0 || options.threads > 256)
     return invalid_argument(what, ": threads ", options.threads, " (0 to 256)");
   if (options.prefetch < 1 || options.prefetch > 4096)
@@ -156,11 +158,14 @@ Result<Batch> DataLoader::build(const Job& job) const {
   batch.epoch = job.epoch;
   batch.position = job.start;
   batch.last_in_epoch = job.last_in_epoch;
-  KILN_ASSIGN_OR_RETURN(batch.labels, Tensor::empty(DataType::kInt64, {job.count}));
+  // This shard's slice of the batch.
+  const int64_t lo = job.count * options_.shard / options_.shards;
+  const int64_t count = job.count * (options_.shard + 1) / options_.shards - lo;
+  KILN_ASSIGN_OR_RETURN(batch.labels, Tensor::empty(DataType::kInt64, {count}));
   ImageShape shape = out_shape_;
   float* dst = nullptr;
-  for (int64_t i = 0; i < job.count; ++i) {
-    const int64_t pos = job.start + i;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t pos = job.start + lo + i;
     const int64_t index = (*job.order)[static_cast<size_t>(pos)];
     batch.indices.push_back(index);
     auto where = [&] { return str_cat("sample ", index, " of ", dataset_->describe(), " (epoch ", job.epoch, ")"); };
@@ -178,7 +183,7 @@ Result<Batch> DataLoader::build(const Job& job) const {
     if (i == 0) {
       if (!shape.is_fixed()) shape = image.shape;
       KILN_ASSIGN_OR_RETURN(batch.images,
-                            Tensor::empty(DataType::kFloat32, {job.count, shape.channels, shape.height, shape.width}));
+                            Tensor::empty(DataType::kFloat32, {count, shape.channels, shape.height, shape.width}));
       dst = batch.images.data<float>();
     }
     if (image.shape != shape)
@@ -189,6 +194,10 @@ Result<Batch> DataLoader::build(const Job& job) const {
     for (int64_t p = 0; p < hw; ++p)
       for (int64_t k = 0; k < c; ++k) out[k * hw + p] = image.f32[static_cast<size_t>(p * c + k)];
     batch.labels.data<int64_t>()[i] = sample->label;
+  }
+  if (count == 0) {  // a shard's empty slice of a short last batch
+    KILN_ASSIGN_OR_RETURN(batch.images,
+                          Tensor::empty(DataType::kFloat32, {0, shape.channels, shape.height, shape.width}));
   }
   return batch;
 }

@@ -30,6 +30,11 @@ struct LoaderOptions {
   int threads = 0;
   /// Batches prepared ahead of the one next() returns (with threads > 0); at least 1.
   int prefetch = 4;
+  /// Data parallel training: each of `shards` processes loads its slice (`shard`, 0-based) of every batch of
+  /// batch_size samples (the slices of a batch differ by at most one sample); order, augmentation and state
+  /// are those of the whole batch, so the shards together give what one loader gives.
+  int shards = 1;
+  int shard = 0;
 };
 
 /// Where a loader stands: enough to continue exactly where it was.

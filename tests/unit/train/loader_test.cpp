@@ -179,6 +179,45 @@ TEST(DataLoader, SameBatchesWhateverTheThreadCount) {
   EXPECT_NE(t.images[0], runs[0].images[0]);
 }
 
+TEST(DataLoader, ShardsTogetherGiveTheWholeBatch) {
+  auto ds = make_dataset(23, {8, 8, 3}, 4, 5);
+  LoaderOptions options;
+  options.batch_size = 6;
+  options.seed = 7;
+  auto whole = DataLoader::create(ds, random_rgb_list(), options);
+  ASSERT_TRUE(whole.is_ok()) << whole.status().to_string();
+  std::vector<std::unique_ptr<DataLoader>> shards;
+  for (int k = 0; k < 4; ++k) {  // 6 does not split evenly in 4: slices of 1 or 2 samples
+    LoaderOptions o = options;
+    o.shards = 4;
+    o.shard = k;
+    o.threads = k % 2;
+    auto l = DataLoader::create(ds, random_rgb_list(), o);
+    ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+    shards.push_back(std::move(*l));
+  }
+  for (int b = 0; b < 9; ++b) {  // over two epochs, with the short last batch (23 = 3 * 6 + 5)
+    auto w = (*whole)->next();
+    ASSERT_TRUE(w.is_ok());
+    std::vector<float> images;
+    std::vector<int64_t> labels;
+    for (auto& l : shards) {
+      auto part = l->next();
+      ASSERT_TRUE(part.is_ok()) << part.status().to_string();
+      images.insert(images.end(), part->images.data<float>(), part->images.data<float>() + part->images.numel());
+      labels.insert(labels.end(), part->labels.data<int64_t>(), part->labels.data<int64_t>() + part->labels.numel());
+      EXPECT_EQ(l->state(), (*whole)->state()) << "batch " << b;
+    }
+    ASSERT_EQ(images.size(), static_cast<size_t>(w->images.numel())) << "batch " << b;
+    EXPECT_EQ(std::memcmp(images.data(), w->images.data<float>(), images.size() * 4), 0) << "batch " << b;
+    EXPECT_EQ(labels, std::vector<int64_t>(w->labels.data<int64_t>(), w->labels.data<int64_t>() + w->labels.numel()));
+  }
+  LoaderOptions bad = options;
+  bad.shards = 2;
+  bad.shard = 2;
+  EXPECT_FALSE(DataLoader::create(ds, {}, bad).is_ok());
+}
+
 TEST(DataLoader, ResumeGivesTheSameBatchesAsAnUninterruptedRun) {
   auto ds = make_dataset(23, {8, 8, 3}, 4, 4);
   for (bool drop_last : {false, true}) {

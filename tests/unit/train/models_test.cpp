@@ -105,6 +105,46 @@ TEST(Models, ResNet18WithBatchNormAndResiduals) { check_model("resnet18", {32, 3
 
 TEST(Models, GoogLeNetWithInceptionBranches) { check_model("googlenet", {32, 32, 3}, 2); }
 
+TEST(Models, NoGradRegionFreezesItsParametersAndStopsTheBackward) {
+  // A frozen feature extractor (conv + batch norm) under a trained head.
+  auto features = std::make_shared<Sequential>();
+  features->add(conv2d(1, 4, 3, 1, 1), "conv").add(batch_norm2d(4), "bn").add(relu(), "relu");
+  auto model = std::make_shared<Sequential>();
+  model->add(no_grad(features), "features").add(flatten(), "flatten").add(linear(4 * 8 * 8, 10), "head");
+  ParameterStore store(3);
+  Graph g;
+  ModuleContext ctx(g, store, Mode::kTrain);
+  Value* x = g.add_input("image", DataType::kFloat32, Dims{2, 1, 8, 8}).value();
+  Value* y = g.add_input("label", DataType::kInt64, Dims{2}).value();
+  auto logits = model->forward(ctx, x);
+  ASSERT_TRUE(logits.is_ok()) << logits.status().to_string();
+  ASSERT_TRUE(g.add_node("CrossEntropyLoss", "loss", std::make_unique<CrossEntropyLossAttrs>(), {*logits, y}, {"loss"})
+                  .is_ok());
+  EXPECT_EQ(ctx.param_names(), (std::vector<std::string>{"head.weight", "head.bias"}));
+  EXPECT_FALSE(ctx.no_grad_values().empty());
+  AutogradOptions options;
+  options.params = ctx.param_names();
+  options.state = ctx.buffer_names();
+  options.stop_gradient = ctx.no_grad_values();
+  auto tg = build_training_graph(g, "loss", options);
+  ASSERT_TRUE(tg.is_ok()) << tg.status().to_string();
+  EXPECT_EQ(tg->grads, (std::vector<std::string>{"head.weight.grad", "head.bias.grad"}));
+  for (const Node* n : tg->graph->nodes()) {
+    EXPECT_NE(n->op(), "ConvolutionBackwardFilter") << n->name;
+    EXPECT_NE(n->op(), "BatchNormalizationBackward") << n->name;
+  }
+  // The features still run in training mode: the running statistics update.
+  EXPECT_EQ(ctx.buffer_updates().size(), 2u);
+  EXPECT_EQ(model->describe().find("NoGrad(") != std::string::npos, true);
+  // Without the region every parameter is trained.
+  Graph g2;
+  ParameterStore store2(3);
+  ModuleContext ctx2(g2, store2, Mode::kTrain);
+  Value* x2 = g2.add_input("image", DataType::kFloat32, Dims{2, 1, 8, 8}).value();
+  ASSERT_TRUE(features->forward(ctx2, x2).is_ok());
+  EXPECT_EQ(ctx2.param_names().size(), 4u);  // conv weight and bias, bn scale and bias
+}
+
 TEST(Models, UnknownNamesAndSmallImagesAreErrors) {
   TrainConfig::Model m;
   m.name = "vgg";

@@ -1,9 +1,12 @@
 // `kiln train` end to end: a run killed with SIGKILL in the middle of an epoch and resumed gives the same
 // per-step losses as a run that was never interrupted.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +24,13 @@ namespace fs = std::filesystem;
 
 const char* kFashion = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
 
-pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+pid_t spawn(const std::vector<std::string>& args, const std::string& log,
+            const std::vector<std::string>& extra_env = {}) {
+  std::vector<std::string> env_text(extra_env);
+  for (char** e = environ; *e; ++e) env_text.emplace_back(*e);
+  std::vector<char*> envp;
+  for (const std::string& e : env_text) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -30,7 +39,7 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
   posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid = -1;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) pid = -1;
   posix_spawn_file_actions_destroy(&actions);
   return pid;
 }
@@ -114,6 +123,65 @@ TEST(TrainCli, ResumeAfterSigkillMidEpochRepeatsTheLosses) {
   const auto got = step_losses(dir / "b", &epochs_b);
   ASSERT_EQ(got.size(), want.size());
   for (const auto& [step, loss] : want) EXPECT_NEAR(got.at(step), loss, 1e-5 * (1 + std::abs(loss))) << "step " << step;
+  fs::remove_all(dir);
+}
+
+// A port no one listens on now.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return 29500 + getpid() % 1000;
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST(TrainCli, TwoProcessesDataParallelFollowOneProcessWithTheSameGlobalBatch) {
+  if (!fs::exists(kFashion)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const fs::path dir = fs::temp_directory_path() / ("kiln_dp_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<std::string> common = {KILN_BIN,
+                                           "train",
+                                           "--quiet",
+                                           "--config",
+                                           KILN_SOURCE_DIR "/examples/fashion_mnist.yaml",
+                                           "trainer.epochs=1",
+                                           "data.train_limit=640",
+                                           "data.val_limit=100",
+                                           "trainer.log_every=1",
+                                           "trainer.threads=1",
+                                           "model.width=8"};
+  auto with = [&](const std::string& run) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), {"--run-dir", (dir / run).string()});
+    return a;
+  };
+  pid_t one = spawn(with("one"), (dir / "one.log").string());
+  ASSERT_GT(one, 0);
+  ASSERT_EQ(wait_for(one), 0) << slurp((dir / "one.log").string());
+  const std::string port = "MASTER_PORT=" + std::to_string(free_port());
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < 2; ++r) {
+    const std::string log = (dir / ("rank" + std::to_string(r) + ".log")).string();
+    ranks.push_back(
+        spawn(with("two"), log,
+              {"RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", port}));
+    ASSERT_GT(ranks.back(), 0);
+  }
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(wait_for(ranks[r]), 0) << slurp((dir / ("rank" + std::to_string(r) + ".log")).string());
+  const auto want = step_losses(dir / "one");
+  const auto got = step_losses(dir / "two");
+  ASSERT_EQ(want.size(), 10u);
+  ASSERT_EQ(got.size(), want.size()) << slurp((dir / "rank0.log").string());
+  // The same samples per step and the mean of the halves' gradients: the same curve up to summation order.
+  for (const auto& [step, loss] : want) EXPECT_NEAR(got.at(step), loss, 2e-4 * (1 + std::abs(loss))) << "step " << step;
+  EXPECT_NE(slurp((dir / "rank0.log").string()).find("data parallel over 2 processes"), std::string::npos);
   fs::remove_all(dir);
 }
 
