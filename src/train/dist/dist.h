@@ -3,7 +3,11 @@
 //
 // One process per device. A job is launched with environment variables (KILN_RANK or RANK, KILN_WORLD_SIZE or
 // WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; several nodes work the same way) or with Open MPI's
-// `mpirun -np N kiln train ...`, whose OMPI_COMM_WORLD_* variables are read directly (no MPI library is linked).
+// `mpirun -np N kiln train ...`, whose OMPI_COMM_WORLD_* variables are read directly (no MPI library is linked):
+//   one node:   mpirun -np 2 kiln train ...            (or RANK=r WORLD_SIZE=2 kiln train ... for r = 0, 1)
+//   two nodes:  mpirun -np 4 -H node0:2,node1:2 -x MASTER_ADDR=node0 -x MASTER_PORT=29500 kiln train ...
+//               (or RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT set by hand on each node)
+// The trainer creates the communicator on Device::cuda(config.local_rank) (or the CPU), one process per GPU.
 //
 // Every communicator first meets over TCP: rank 0 listens on MASTER_ADDR:MASTER_PORT, every other rank connects
 // (retrying until the timeout) and says who it is; rank 0 answers with every rank's address, and the ranks then

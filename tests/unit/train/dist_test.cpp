@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include "core/cuda_runtime.h"
 #include "gtest/gtest.h"
 #include "train/dist/dist.h"
+#include "train/dist/tcp_group.h"
 
 extern char** environ;
 
@@ -303,6 +305,60 @@ TEST(Dist, APeerThatClosesIsAnErrorNamingIt) {
   });
 }
 
+// A peer that agrees to a collective, then goes silent (timeout) or away (closed) before sending its data.
+TEST(Dist, APeerLostInTheMiddleOfATransferIsAnErrorNamingIt) {
+  for (bool closes : {false, true}) {
+    const int port = free_port();
+    Status s0;
+    std::vector<float> data(10000, 1.0f);
+    dist::Call call;
+    call.op = dist::Op::kAllReduce;
+    call.dtypes = {DataType::kFloat32};
+    call.counts = {data.size()};
+    std::thread t1([&] {
+      auto group = dist::TcpGroup::connect(config_for(1, 2, port, 1.0));
+      ASSERT_TRUE(group.is_ok()) << group.status().message();
+      ASSERT_TRUE((*group)->agree(call).is_ok());
+      if (!closes) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    });
+    auto group = dist::TcpGroup::connect(config_for(0, 2, port, 1.0));
+    ASSERT_TRUE(group.is_ok()) << group.status().message();
+    ASSERT_TRUE((*group)->agree(call).is_ok());
+    s0 = (*group)->ring_all_reduce(data.data(), data.size());
+    t1.join();
+    const std::string expected = closes ? "rank 1 closed the connection" : "timed out waiting for rank 1";
+    EXPECT_TRUE(contains(s0, expected)) << s0.message();
+    Status again = (*group)->ring_all_reduce(data.data(), data.size());
+    EXPECT_TRUE(contains(again, "stopped after an earlier error")) << again.message();
+  }
+}
+
+size_t open_descriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+TEST(Dist, SocketsAreClosedWithTheCommunicator) {
+  const size_t before = open_descriptors();
+  run_world(3, [&](int rank, Communicator& comm) {
+    std::vector<Tensor> t = make_tensors(rank, exact_value);
+    EXPECT_TRUE(comm.all_reduce_sum(t, cpu_stream()).is_ok());
+  });
+  auto failed = Communicator::create(config_for(0, 2, free_port(), 0.2), Device::cpu());
+  EXPECT_FALSE(failed.is_ok());
+  EXPECT_EQ(open_descriptors(), before);
+}
+
+TEST(Dist, CudaWithoutAGpuOrNcclIsAClearError) {
+  if (cuda::gpu_available() && nccl_built_in()) GTEST_SKIP() << "skipped: this machine can run NCCL";
+  auto comm = Communicator::create(config_for(0, 2, free_port(), 0.2), Device::cuda(0));
+  ASSERT_FALSE(comm.is_ok());
+  if (!nccl_built_in()) {
+    EXPECT_TRUE(contains(comm.status(), "built without it")) << comm.status().message();
+  }
+}
+
 TEST(Dist, WorldSizesThatDisagreeAreRefused) {
   const int port = free_port();
   Status s0, s1;
@@ -449,6 +505,31 @@ TEST(DistNccl, TwoGpusAllReduceAndBroadcast) {
     for (int64_t j = 0; j < sizes[2]; ++j) ASSERT_EQ(results[r][j], exact_value(0, 2, j) + exact_value(1, 2, j)) << j;
     EXPECT_EQ(half_results[r], 0 + 3 + 1 + 3);
     EXPECT_EQ(broadcast_results[r], exact_value(0, 0, 5) + exact_value(1, 0, 5));
+  }
+}
+
+// Not run by default: the ring's throughput over loopback (--gtest_also_run_disabled_tests).
+TEST(Dist, DISABLED_RingThroughput) {
+  for (int world : {2, 4}) {
+    const int64_t n = int64_t{1} << 24;  // 64 MB of float32, about ResNet-50's gradients
+    std::vector<double> seconds(world);
+    const int port = free_port();
+    std::vector<std::thread> threads;
+    for (int r = 0; r < world; ++r) {
+      threads.emplace_back([&, r] {
+        DistConfig c = config_for(r, world, port, 60);
+        c.chunk_bytes = DistConfig().chunk_bytes;
+        auto comm = Communicator::create(c, Device::cpu());
+        ASSERT_TRUE(comm.is_ok()) << comm.status().message();
+        std::vector<Tensor> t = {Tensor::zeros(DataType::kFloat32, Dims{n}).value()};
+        auto start = std::chrono::steady_clock::now();
+        ASSERT_TRUE((*comm)->all_reduce_sum(t, cpu_stream()).is_ok());
+        seconds[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      });
+    }
+    for (auto& t : threads) t.join();
+    printf("world %d: %.0f MB all-reduced in %.3f s (%.0f MB/s of tensor)\n", world, n * 4 / 1e6, seconds[0],
+           n * 4 / 1e6 / seconds[0]);
   }
 }
 
