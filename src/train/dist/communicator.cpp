@@ -91,6 +91,7 @@ class TcpCommunicator final : public Communicator {
   }
 
   Status barrier() override { return prefixed(group_->agree(Call{}).take_status(), "barrier"); }
+  Status synchronize(Stream& stream) override { return stream.synchronize(); }
 
  private:
   std::string on_wrong_device(size_t i, const Tensor& t) const {

@@ -85,6 +85,11 @@ class Communicator {
   /// in rank order (every rank gets the same doubles).
   virtual Result<std::vector<double>> all_reduce_host(std::vector<double> values) = 0;
   virtual Status barrier() = 0;
+  /// Waits for the work queued on `stream` (the collectives with it), at most the timeout. On the GPU a peer
+  /// that dies in the middle of an NCCL collective would leave the stream waiting forever: this aborts NCCL and
+  /// returns an error instead (the communicator stops). Call it where the stream would be synchronized after
+  /// all_reduce_sum / broadcast. On the CPU the collectives are done when they return: stream.synchronize().
+  virtual Status synchronize(Stream& stream) = 0;
 };
 
 }  // namespace kiln::train

@@ -59,10 +59,12 @@ std::optional<ncclDataType_t> nccl_type(DataType dtype) {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(std::unique_ptr<TcpGroup> group, int device, ncclComm_t comm)
-      : group_(std::move(group)), device_(device), comm_(comm) {}
+  NcclCommunicator(std::unique_ptr<TcpGroup> group, int device, ncclComm_t comm, cudaEvent_t done)
+      : group_(std::move(group)), device_(device), comm_(comm), done_(done) {}
   ~NcclCommunicator() override {
     cudaSetDevice(device_);
+    cudaEventDestroy(done_);
+    if (!comm_) return;  // aborted
     if (broken_.is_ok()) {
       // Flush what is queued, then free; a peer that went away turns this into an abort after the timeout.
       Status done = wait_nccl(comm_, ncclCommFinalize(comm_), deadline(), "ncclCommFinalize");
@@ -97,8 +99,45 @@ class NcclCommunicator final : public Communicator {
     return std::move(status).with_prefix("barrier");
   }
 
+  Status synchronize(Stream& stream) override {
+    if (!comm_)
+      return {broken_.code(), str_cat("synchronize: NCCL stopped after an earlier error (", broken_.message(), ")")};
+    if (stream.device() != Device::cuda(device_))
+      return invalid_argument("synchronize: the stream is on ", stream.device().to_string(),
+                              ", this communicator's GPU is cuda:", device_);
+    KILN_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_), "cudaSetDevice"));
+    KILN_RETURN_IF_ERROR(
+        cuda_status(cudaEventRecord(done_, static_cast<cudaStream_t>(stream.native_handle())), "cudaEventRecord"));
+    const Deadline until = deadline();
+    auto pause = std::chrono::microseconds(20);
+    for (;;) {
+      const cudaError_t state = cudaEventQuery(done_);
+      if (state == cudaSuccess) return Status::ok();
+      if (state != cudaErrorNotReady) return cuda_status(state, "synchronize: cudaEventQuery");
+      ncclResult_t nccl_state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &nccl_state);
+      if (nccl_state != ncclSuccess && nccl_state != ncclInProgress)
+        return abort(nccl_error(comm_, nccl_state, "an NCCL collective"));
+      if (Clock::now() >= until)
+        return abort({StatusCode::kIoError,
+                      str_cat("the NCCL collectives did not finish within ", group_->config().timeout_seconds,
+                              " s: a rank probably died or stopped in the middle of one (its log says why); ",
+                              "NCCL was aborted (KILN_DIST_TIMEOUT sets the limit)")});
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
+  }
+
  private:
   Deadline deadline() const { return deadline_after(group_->config().timeout_seconds); }
+
+  // Ends NCCL here (ncclCommAbort also stops kernels that wait for a dead peer); every later call fails.
+  Status abort(Status status) {
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+    broken_ = status;
+    return std::move(status).with_prefix("synchronize");
+  }
 
   Status collective(Op op, std::span<Tensor> tensors, int root, Stream& stream, std::string_view name) {
     const int n = world_size();
@@ -148,6 +187,7 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<TcpGroup> group_;
   int device_;
   ncclComm_t comm_;
+  cudaEvent_t done_;
   Status broken_;
 };
 
@@ -183,7 +223,13 @@ Result<std::unique_ptr<Communicator>> create_nccl_communicator(const DistConfig&
     if (comm) ncclCommAbort(comm);
     return std::move(ready).with_prefix(str_cat("rank ", config.rank, ": NCCL setup on GPU ", device));
   }
-  return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(group), device, comm));
+  cudaEvent_t done = nullptr;
+  Status event = cuda_status(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  if (!event.is_ok()) {
+    ncclCommAbort(comm);
+    return event;
+  }
+  return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(group), device, comm, done));
 }
 
 }  // namespace dist

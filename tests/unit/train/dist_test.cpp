@@ -238,6 +238,7 @@ TEST_P(DistWorld, BroadcastHostSumsAndBarrier) {
     ASSERT_TRUE(host.is_ok()) << host.status().message();
     sums[rank] = *host;
     EXPECT_TRUE(comm.barrier().is_ok());
+    EXPECT_TRUE(comm.synchronize(cpu_stream()).is_ok());
   });
   for (int r = 0; r < world; ++r) {
     for (int j = 0; j < 3000; ++j) ASSERT_EQ(got[r][0].data<float>()[j], static_cast<float>(root * 10000 + j));
@@ -487,7 +488,8 @@ TEST(DistNccl, TwoGpusAllReduceAndBroadcast) {
       std::vector<Tensor> first = {dev[0]};
       s = (*comm)->broadcast(first, 1, **stream);
       ASSERT_TRUE(s.is_ok()) << s.message();
-      ASSERT_TRUE((*stream)->synchronize().is_ok());
+      s = (*comm)->synchronize(**stream);
+      ASSERT_TRUE(s.is_ok()) << s.message();
       ASSERT_TRUE(cuda::copy(dev[2], host[2]).is_ok());
       ASSERT_TRUE(cuda::copy(d16, h16).is_ok());
       results[r].assign(host[2].data<float>(), host[2].data<float>() + sizes[2]);
