@@ -171,7 +171,8 @@ class NcclCommunicator final : public Communicator {
     KILN_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_), "cudaSetDevice"));
     ncclResult_t result = ncclGroupStart();
     if (result != ncclSuccess) return nccl_error(comm_, result, "ncclGroupStart");
-    for (size_t i = 0; i < tensors.size() && result == ncclSuccess; ++i) {
+    // In a group of a non-blocking communicator a call may answer ncclInProgress; ncclGroupEnd's wait covers it.
+    for (size_t i = 0; i < tensors.size() && (result == ncclSuccess || result == ncclInProgress); ++i) {
       Tensor& t = tensors[i];
       if (t.numel() == 0) continue;
       const size_t count = static_cast<size_t>(t.numel());
