@@ -162,7 +162,8 @@ class Optimizer {
   /// finished the work that wrote the grads (synchronized its stream) before step(), and step() returns once the
   /// update has finished on the GPU. With the caller's stream the work is queued in order with the caller's own and
   /// step() returns without waiting for the update, except for what it must read back: one small copy per step for
-  /// skip_nonfinite, one for clip_grad_norm. The stream must be on the parameters' device.
+  /// skip_nonfinite, one for clip_grad_norm. The stream must be on the parameters' device. The work queued there
+  /// uses the optimizer's state: let it finish (synchronize the stream) before destroying the optimizer.
   void set_stream(Stream* stream) { stream_ = stream; }
   Stream* stream() const { return stream_; }
 

@@ -317,7 +317,7 @@ TEST(GradientClippingCuda, MatchesTheHostAndIsDeterministic) {
   std::vector<Parameter> big = {{"v", upload(hv), upload(hg)}, {"e", upload(hv), upload(hg)}};
   auto stream = cuda::create_stream(0).value();
   const double first = grad_norm(big).value();
-  EXPECT_NEAR(first, std::sqrt(2 * exact), 1e-12 * std::sqrt(2 * exact));
+  EXPECT_NEAR(first, std::sqrt(2 * exact), 1e-10 * std::sqrt(2 * exact));
   for (int r = 0; r < 3; ++r) EXPECT_EQ(grad_norm(big, 2.0, r == 1 ? stream.get() : nullptr).value(), first);
 }
 
