@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <tuple>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/parallel.h"
+#include "train/optim/rules.h"
 
 namespace kiln::train::loops {
 
@@ -22,26 +22,22 @@ void for_chunks(int64_t n, F&& f) {
   parallel_for(chunk_count(n), 1, [&](int64_t c) { f(c * kChunk, std::min(n, (c + 1) * kChunk)); });
 }
 
-namespace detail {
-template <class F, class... Done>
-void dispatch(F& f, std::tuple<Done...> /*done*/) {
-  f(Done{}...);
-}
-template <class F, class... Done, class... Rest>
-void dispatch(F& f, std::tuple<Done...> /*done*/, bool first, Rest... rest) {
-  if (first) {
-    dispatch(f, std::tuple<Done..., std::true_type>{}, rest...);
-  } else {
-    dispatch(f, std::tuple<Done..., std::false_type>{}, rest...);
-  }
-}
-}  // namespace detail
-
-/// Calls f(std::bool_constant<flags>...): branches the loop would take on every element become
-/// compile-time, so the loop body has no control flow and vectorizes.
+/// Calls f(std::bool_constant<flags>...) (rules::dispatch).
 template <class F, class... Flags>
-void dispatch(F&& f, Flags... flags) {
-  detail::dispatch(f, std::tuple<>{}, static_cast<bool>(flags)...);
+decltype(auto) dispatch(F&& f, Flags... flags) {
+  return rules::dispatch(std::forward<F>(f), flags...);
+}
+
+/// rule(t, i) for every i in [0, n): chunks over threads, each chunk one simd loop (the rule inlines, so the loop
+/// vectorizes as a hand-written one would).
+template <class Rule>
+void apply(const Rule& rule, const rules::Tensors& t, int64_t n) {
+  for_chunks(n, [&](int64_t b, int64_t e) {
+    const Rule r = rule;
+    const rules::Tensors x = t;
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) r(x, i);
+  });
 }
 
 /// Sum over i of x[i]^2 in double: partial sums per chunk, added in chunk order.

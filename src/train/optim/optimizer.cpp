@@ -6,15 +6,26 @@
 #include <set>
 #include <type_traits>
 
+#include "core/cuda_runtime.h"
+#include "train/optim/device.h"
 #include "train/optim/gradients.h"
 #include "train/optim/loops.h"
+#include "train/optim/rules.h"
 
 namespace kiln::train {
+
+template <class Scalars>
+Status Optimizer::run(const Scalars& k, const rules::Tensors& t, int64_t n) const {
+  if (on_device()) return device::apply(k, t, n, device::launch_on(device_, work_stream()));
+  rules::with_rule(k, [&](const auto& rule) { loops::apply(rule, t, n); });
+  return Status::ok();
+}
+
 namespace {
 
-// The element rules mirror PyTorch's (torch/optim/*.py, single-tensor path) operation by operation, in
-// float with the scalars rounded to float as PyTorch does: `a.mul_(b1).add_(g, alpha=1 - b1)` is
-// a * b1 + (1 - b1) * g, addcmul(t1, t2, value=s) is a + s * t1 * t2, addcdiv is a + s * (t1 / t2).
+// Each optimizer fills its rule's scalars (rules.h: the element arithmetic and PyTorch's operation order are
+// documented there) and applies the rule on the host (loops::apply: threaded chunks, simd loops) or on the device
+// (device::apply: one kernel launch per parameter tensor).
 
 class Sgd final : public Optimizer {
  public:
@@ -25,30 +36,18 @@ class Sgd final : public Optimizer {
     if (o_.momentum == 0) return {};
     return {{"momentum_buffer"}};
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
-    const auto wd = static_cast<float>(l2_decay());
-    const auto neg_lr = static_cast<float>(-lr());
-    const auto m = static_cast<float>(o_.momentum);
-    const auto keep = static_cast<float>(1.0 - o_.dampening);
-    const bool first = state.step == 1;
-    float* buf = o_.momentum != 0 ? state.buffer(0) : nullptr;
-    loops::dispatch(
-        [&](auto l2, auto momentum, auto nesterov) {
-          loops::for_chunks(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-            for (int64_t i = b; i < e; ++i) {
-              const float w = p[i] * decay;
-              float d = g[i];
-              if constexpr (decltype(l2)::value) d = d + wd * w;
-              if constexpr (decltype(momentum)::value) {
-                buf[i] = first ? d : buf[i] * m + keep * d;
-                d = decltype(nesterov)::value ? d + m * buf[i] : buf[i];
-              }
-              p[i] = w + neg_lr * d;
-            }
-          });
-        },
-        wd != 0, o_.momentum != 0, o_.nesterov);
+  Status update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
+    rules::SgdScalars k;
+    k.wd = static_cast<float>(l2_decay());
+    k.neg_lr = static_cast<float>(-lr());
+    k.momentum = static_cast<float>(o_.momentum);
+    k.keep = static_cast<float>(1.0 - o_.dampening);
+    k.decay = decay;
+    k.first = state.step == 1;
+    k.l2 = k.wd != 0;
+    k.has_momentum = o_.momentum != 0;
+    k.nesterov = o_.nesterov;
+    return run(k, {p, g, k.has_momentum ? state.buffer(0) : nullptr}, n);
   }
 
  private:
@@ -63,27 +62,15 @@ class Adagrad final : public Optimizer {
   std::vector<Slot> slots() const override {
     return {{"sum", false, static_cast<float>(o_.initial_accumulator_value)}};
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
-    const auto wd = static_cast<float>(l2_decay());
+  Status update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
+    rules::AdagradScalars k;
+    k.wd = static_cast<float>(l2_decay());
     const double clr = lr() / (1 + static_cast<double>(state.step - 1) * o_.lr_decay);
-    const auto neg_clr = static_cast<float>(-clr);
-    const auto eps = static_cast<float>(o_.eps);
-    float* sum = state.buffer(0);
-    loops::dispatch(
-        [&](auto l2) {
-          loops::for_chunks(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-            for (int64_t i = b; i < e; ++i) {
-              const float w = p[i] * decay;
-              float d = g[i];
-              if constexpr (decltype(l2)::value) d = d + wd * w;
-              sum[i] = sum[i] + d * d;
-              float std = std::sqrt(sum[i]) + eps;
-              p[i] = w + neg_clr * (d / std);
-            }
-          });
-        },
-        wd != 0);
+    k.neg_clr = static_cast<float>(-clr);
+    k.eps = static_cast<float>(o_.eps);
+    k.decay = decay;
+    k.l2 = k.wd != 0;
+    return run(k, {p, g, state.buffer(0)}, n);
   }
 
  private:
@@ -101,44 +88,21 @@ class Rmsprop final : public Optimizer {
     if (o_.centered) s.push_back({"grad_avg"});
     return s;
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
-    const auto wd = static_cast<float>(l2_decay());
-    const auto neg_lr = static_cast<float>(-lr());
-    const auto alpha = static_cast<float>(o_.alpha);
-    const auto one_minus_alpha = static_cast<float>(1.0 - o_.alpha);
-    const auto eps = static_cast<float>(o_.eps);
-    const auto m = static_cast<float>(o_.momentum);
-    const bool has_momentum = o_.momentum > 0;
-    float* sq = state.buffer(0);
-    float* buf = has_momentum ? state.buffer(1) : nullptr;
-    float* ga = o_.centered ? state.buffer(has_momentum ? 2 : 1) : nullptr;
-    loops::dispatch(
-        [&](auto l2, auto momentum, auto centered) {
-          loops::for_chunks(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-            for (int64_t i = b; i < e; ++i) {
-              const float w = p[i] * decay;
-              float d = g[i];
-              if constexpr (decltype(l2)::value) d = d + wd * w;
-              sq[i] = sq[i] * alpha + one_minus_alpha * d * d;
-              float avg;
-              if constexpr (decltype(centered)::value) {
-                ga[i] = ga[i] * alpha + one_minus_alpha * d;
-                avg = std::sqrt(sq[i] + -1.0f * ga[i] * ga[i]);
-              } else {
-                avg = std::sqrt(sq[i]);
-              }
-              avg = avg + eps;
-              if constexpr (decltype(momentum)::value) {
-                buf[i] = buf[i] * m + d / avg;
-                p[i] = w + neg_lr * buf[i];
-              } else {
-                p[i] = w + neg_lr * (d / avg);
-              }
-            }
-          });
-        },
-        wd != 0, has_momentum, o_.centered);
+  Status update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
+    rules::RmspropScalars k;
+    k.wd = static_cast<float>(l2_decay());
+    k.neg_lr = static_cast<float>(-lr());
+    k.alpha = static_cast<float>(o_.alpha);
+    k.one_minus_alpha = static_cast<float>(1.0 - o_.alpha);
+    k.eps = static_cast<float>(o_.eps);
+    k.momentum = static_cast<float>(o_.momentum);
+    k.decay = decay;
+    k.l2 = k.wd != 0;
+    k.has_momentum = o_.momentum > 0;
+    k.centered = o_.centered;
+    float* buf = k.has_momentum ? state.buffer(1) : nullptr;
+    float* ga = k.centered ? state.buffer(k.has_momentum ? 2 : 1) : nullptr;
+    return run(k, {p, g, state.buffer(0), buf, ga}, n);
   }
 
  private:
@@ -152,31 +116,16 @@ class Adadelta final : public Optimizer {
 
  protected:
   std::vector<Slot> slots() const override { return {{"square_avg"}, {"acc_delta"}}; }
-  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
-    const auto wd = static_cast<float>(l2_decay());
-    const auto neg_lr = static_cast<float>(-lr());
-    const auto rho = static_cast<float>(o_.rho);
-    const auto one_minus_rho = static_cast<float>(1.0 - o_.rho);
-    const auto eps = static_cast<float>(o_.eps);
-    float* sq = state.buffer(0);
-    float* acc = state.buffer(1);
-    loops::dispatch(
-        [&](auto l2) {
-          loops::for_chunks(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-            for (int64_t i = b; i < e; ++i) {
-              const float w = p[i] * decay;
-              float d = g[i];
-              if constexpr (decltype(l2)::value) d = d + wd * w;
-              sq[i] = sq[i] * rho + one_minus_rho * d * d;
-              float std = std::sqrt(sq[i] + eps);
-              float delta = std::sqrt(acc[i] + eps) / std * d;
-              acc[i] = acc[i] * rho + one_minus_rho * delta * delta;
-              p[i] = w + neg_lr * delta;
-            }
-          });
-        },
-        wd != 0);
+  Status update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
+    rules::AdadeltaScalars k;
+    k.wd = static_cast<float>(l2_decay());
+    k.neg_lr = static_cast<float>(-lr());
+    k.rho = static_cast<float>(o_.rho);
+    k.one_minus_rho = static_cast<float>(1.0 - o_.rho);
+    k.eps = static_cast<float>(o_.eps);
+    k.decay = decay;
+    k.l2 = k.wd != 0;
+    return run(k, {p, g, state.buffer(0), state.buffer(1)}, n);
   }
 
  private:
@@ -195,41 +144,23 @@ class Adam final : public Optimizer {
     if (o_.amsgrad) s.push_back({"max_exp_avg_sq"});
     return s;
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
-    const auto wd = static_cast<float>(l2_decay());
-    const auto b1 = static_cast<float>(o_.beta1), b2 = static_cast<float>(o_.beta2);
-    const auto one_minus_b1 = static_cast<float>(1.0 - o_.beta1);
-    const auto one_minus_b2 = static_cast<float>(1.0 - o_.beta2);
+  Status update(ParamState& state, float* p, const float* g, int64_t n, float decay) override {
+    rules::AdamScalars k;
+    k.wd = static_cast<float>(l2_decay());
+    k.b1 = static_cast<float>(o_.beta1);
+    k.b2 = static_cast<float>(o_.beta2);
+    k.one_minus_b1 = static_cast<float>(1.0 - o_.beta1);
+    k.one_minus_b2 = static_cast<float>(1.0 - o_.beta2);
     const auto step = static_cast<double>(state.step);
     const double bias_correction1 = 1 - std::pow(o_.beta1, step);
     const double bias_correction2 = 1 - std::pow(o_.beta2, step);
-    const auto neg_step_size = static_cast<float>(-(lr() / bias_correction1));
-    const auto bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-    const auto eps = static_cast<float>(o_.eps);
-    float* m = state.buffer(0);
-    float* v = state.buffer(1);
-    float* vmax = o_.amsgrad ? state.buffer(2) : nullptr;
-    loops::dispatch(
-        [&](auto l2, auto amsgrad) {
-          loops::for_chunks(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-            for (int64_t i = b; i < e; ++i) {
-              const float w = p[i] * decay;
-              float d = g[i];
-              if constexpr (decltype(l2)::value) d = d + wd * w;
-              m[i] = m[i] * b1 + one_minus_b1 * d;
-              v[i] = v[i] * b2 + one_minus_b2 * d * d;
-              float second = v[i];
-              if constexpr (decltype(amsgrad)::value) {
-                vmax[i] = vmax[i] > v[i] ? vmax[i] : v[i];
-                second = vmax[i];
-              }
-              float denom = std::sqrt(second) / bc2_sqrt + eps;
-              p[i] = w + neg_step_size * (m[i] / denom);
-            }
-          });
-        },
-        wd != 0, o_.amsgrad);
+    k.neg_step_size = static_cast<float>(-(lr() / bias_correction1));
+    k.bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+    k.eps = static_cast<float>(o_.eps);
+    k.decay = decay;
+    k.l2 = k.wd != 0;
+    k.amsgrad = o_.amsgrad;
+    return run(k, {p, g, state.buffer(0), state.buffer(1), o_.amsgrad ? state.buffer(2) : nullptr}, n);
   }
 
  private:
@@ -247,60 +178,46 @@ class Novograd final : public Optimizer {
     if (o_.amsgrad) s.push_back({"max_exp_avg_sq", true});
     return s;
   }
-  void update(ParamState& state, float* p, const float* g, int64_t n, float /*decay*/) override {
+  Status update(ParamState& state, float* p, const float* g, int64_t n, float /*decay*/) override {
+    // NovoGrad's weight decay is its own (added to the normalized gradient), so `decay` is always 1.
+    rules::NovogradScalars k;
+    k.beta2 = static_cast<float>(o_.beta2);
+    k.one_minus_beta2 = static_cast<float>(1.0 - o_.beta2);
+    k.eps = static_cast<float>(o_.eps);
+    k.wd = static_cast<float>(weight_decay());
+    k.b1 = static_cast<float>(o_.beta1);
+    k.scale = static_cast<float>(o_.grad_averaging ? 1.0 - o_.beta1 : 1.0);
+    k.neg_lr = static_cast<float>(-lr());
+    k.luc_trust = static_cast<float>(o_.luc_trust);
+    k.luc_eps = static_cast<float>(o_.luc_eps);
+    k.lr = lr();
+    k.amsgrad = o_.amsgrad;
+    k.weight_decay = k.wd != 0;
+    k.averaging = o_.grad_averaging;
+    k.luc = o_.luc;
+    const rules::Tensors t{p, g, state.buffer(0), state.buffer(1), o_.amsgrad ? state.buffer(2) : nullptr};
+    if (on_device()) return device::novograd(k, t, n, device_workspace(), device::launch_on(device(), work_stream()));
     // The layer's second moment: the squared L2 norm of its gradient, averaged over steps.
     const auto grad_norm = static_cast<float>(std::sqrt(loops::sum_squares(g, n)));
-    const float norm_sq = grad_norm * grad_norm;
-    float& v = *state.buffer(1);
-    v = v == 0 ? norm_sq : v * static_cast<float>(o_.beta2) + static_cast<float>(1.0 - o_.beta2) * norm_sq;
-    float second = v;
-    if (o_.amsgrad) {
-      float& vmax = *state.buffer(2);
-      vmax = vmax > v ? vmax : v;
-      second = vmax;
-    }
-    const float denom = std::sqrt(second) + static_cast<float>(o_.eps);
-    // NovoGrad's weight decay is its own (added to the normalized gradient), so `decay` is always 1.
-    const auto wd = static_cast<float>(weight_decay());
-    const auto b1 = static_cast<float>(o_.beta1);
-    const auto scale = static_cast<float>(o_.grad_averaging ? 1.0 - o_.beta1 : 1.0);
-    const auto neg_lr = static_cast<float>(-lr());
-    float* m = state.buffer(0);
+    k.denom = rules::novograd_denom(grad_norm, t.s1, t.s2, k);
     // Without layer-wise update clipping the weights are updated in the same pass as the moment.
-    loops::dispatch(
-        [&](auto weight_decay, auto averaging, auto update) {
-          loops::for_chunks(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-            for (int64_t i = b; i < e; ++i) {
-              float d = g[i] / denom;
-              if constexpr (decltype(weight_decay)::value) d = d + wd * p[i];
-              if constexpr (decltype(averaging)::value) d = d * scale;
-              m[i] = m[i] * b1 + d;
-              if constexpr (decltype(update)::value) p[i] = p[i] + neg_lr * m[i];
-            }
-          });
-        },
-        wd != 0, o_.grad_averaging, !o_.luc);
-    if (!o_.luc) return;
+    rules::with_rule(k, [&](const auto& rule) { loops::apply(rule, t, n); });
+    if (!o_.luc) return Status::ok();
     const auto data_norm = static_cast<float>(std::sqrt(loops::sum_squares(p, n)));
-    const auto update_norm = static_cast<float>(std::sqrt(loops::sum_squares(m, n)));
-    const float factor = static_cast<float>(o_.luc_trust) * data_norm / (update_norm + static_cast<float>(o_.luc_eps));
-    const auto neg_luc_lr = static_cast<float>(-std::min(static_cast<double>(factor), lr()));
-    loops::for_chunks(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-      for (int64_t i = b; i < e; ++i) p[i] = p[i] + neg_luc_lr * m[i];
-    });
+    const auto update_norm = static_cast<float>(std::sqrt(loops::sum_squares(t.s0, n)));
+    loops::apply(rules::AddScaled{rules::novograd_luc_neg_lr(data_norm, update_norm, k)}, t, n);
+    return Status::ok();
   }
 
  private:
   NovogradOptions o_;
 };
 
-Status check_host_float(const Tensor& t, const std::string& what) {
+Status check_float(const Tensor& t, const std::string& what) {
   if (t.dtype() != DataType::kFloat32)
     return invalid_argument(what, " is ", t.describe(), "; optimizers take float32 (FP32 master weights)");
-  if (!t.device().is_cpu())
-    return unsupported(what, " is ", t.describe(), "; optimizers run on host memory for now: copy it to the host");
+  if (!t.device().is_cpu() && !t.device().is_cuda())
+    return unsupported(what, " is ", t.describe(), "; optimizers run on the host or on a CUDA GPU");
   if (!t.is_contiguous()) return invalid_argument(what, " is ", t.describe(), " but not contiguous");
   if (t.numel() > 0 && t.raw() == nullptr) return invalid_argument(what, " has no memory");
   return Status::ok();
@@ -316,9 +233,18 @@ Status check_parameters(const std::vector<Parameter>& params) {
     if (!names.insert(p.name).second)
       return invalid_argument("parameter '", p.name, "' is listed twice; give every parameter a unique name");
     if (!p.value.defined()) return invalid_argument("parameter '", p.name, "' has no value");
-    KILN_RETURN_IF_ERROR(check_host_float(p.value, str_cat("parameter '", p.name, "'")));
+    KILN_RETURN_IF_ERROR(check_float(p.value, str_cat("parameter '", p.name, "'")));
+    const Device first = params[0].value.device();
+    if (p.value.device() != first)
+      return invalid_argument("parameter '", p.name, "' is on ", p.value.device().to_string(), " but parameter '",
+                              params[0].name, "' is on ", first.to_string(),
+                              "; put all parameters (and their grads) on one device");
     if (!p.grad.defined()) continue;
-    KILN_RETURN_IF_ERROR(check_host_float(p.grad, str_cat("the gradient of '", p.name, "'")));
+    KILN_RETURN_IF_ERROR(check_float(p.grad, str_cat("the gradient of '", p.name, "'")));
+    if (p.grad.device() != p.value.device())
+      return invalid_argument("the gradient of '", p.name, "' is on ", p.grad.device().to_string(),
+                              " but the parameter is on ", p.value.device().to_string(),
+                              "; keep each grad on its parameter's device");
     if (p.grad.dims() != p.value.dims())
       return invalid_argument("the gradient of '", p.name, "' has dims ", p.grad.dims().to_string(),
                               " but the parameter has ", p.value.dims().to_string());
@@ -327,7 +253,9 @@ Status check_parameters(const std::vector<Parameter>& params) {
 }
 
 Optimizer::Optimizer(std::string name, OptimizerOptions options, std::vector<Parameter> params)
-    : name_(std::move(name)), options_(options), params_(std::move(params)), lr_(common().lr) {}
+    : name_(std::move(name)), options_(options), params_(std::move(params)), lr_(common().lr) {
+  if (!params_.empty()) device_ = params_[0].value.device();
+}
 
 const OptimizerCommon& Optimizer::common() const {
   return std::visit([](const auto& o) -> const OptimizerCommon& { return o; }, options_);
@@ -344,20 +272,37 @@ Status Optimizer::init_state() {
   std::vector<Slot> slot_list = slots();
   states_.clear();
   states_.reserve(params_.size());
+  if (on_device()) {
+    KILN_ASSIGN_OR_RETURN(own_stream_, cuda::create_stream(device_.index));
+    // Scratch for the device reductions (NovoGrad's norms) and the non-finite flag: the largest tensor's partials
+    // plus the results (see device::novograd), as int64 elements (8 bytes, like the doubles it holds).
+    int64_t blocks = 0;
+    for (const Parameter& p : params_) blocks = std::max(blocks, device::reduction_blocks(p.value.numel()));
+    KILN_ASSIGN_OR_RETURN(workspace_, Tensor::empty(DataType::kInt64, Dims{blocks + 8},
+                                                    cuda::device_allocator(device_.index), "optimizer workspace"));
+  }
+  const device::Launch on = device::launch_on(device_, own_stream_.get());
   for (const Parameter& p : params_) {
     ParamState state;
     state.dims = p.value.dims();
     for (const Slot& slot : slot_list) {
-      KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(DataType::kFloat32, slot.scalar ? Dims{} : p.value.dims(),
-                                                    cpu_allocator(), "optimizer state"));
-      std::fill_n(t.data<float>(), t.numel(), slot.init);
-      state.buffers.push_back(std::move(t));
+      const Dims dims = slot.scalar ? Dims{} : p.value.dims();
+      if (on_device()) {
+        KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(DataType::kFloat32, dims, cuda::device_allocator(device_.index),
+                                                      "optimizer state"));
+        KILN_RETURN_IF_ERROR(device::fill(t.data<float>(), t.numel(), slot.init, on));
+        state.buffers.push_back(std::move(t));
+      } else {
+        KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(DataType::kFloat32, dims, cpu_allocator(), "optimizer state"));
+        std::fill_n(t.data<float>(), t.numel(), slot.init);
+        state.buffers.push_back(std::move(t));
+      }
     }
     states_.push_back(std::move(state));
   }
+  if (on_device()) KILN_RETURN_IF_ERROR(device::synchronize(on));
   return Status::ok();
 }
-
 Result<std::unique_ptr<Optimizer>> Optimizer::create(const OptimizerOptions& options, std::vector<Parameter> params) {
   KILN_RETURN_IF_ERROR(validate(options));
   KILN_RETURN_IF_ERROR(check_parameters(params));
@@ -399,7 +344,7 @@ Status Optimizer::check_list() const {
   return Status::ok();
 }
 
-Status Optimizer::step() {
+Status Optimizer::check_step() const {
   KILN_RETURN_IF_ERROR(check_list());
   KILN_RETURN_IF_ERROR(check_parameters(params_));
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -407,9 +352,37 @@ Status Optimizer::step() {
       return invalid_argument("parameter '", params_[i].name, "' changed dims from ", states_[i].dims.to_string(),
                               " to ", params_[i].value.dims().to_string(), " since the optimizer was created");
   }
+  if (!params_.empty() && params_[0].value.device() != device_)
+    return invalid_argument("parameter '", params_[0].name, "' is on ", params_[0].value.device().to_string(),
+                            " but the optimizer was created for parameters (and keeps its state) on ",
+                            device_.to_string(), "; create a new optimizer for the new device");
+  if (on_device() && stream_ != nullptr && stream_->device() != device_)
+    return invalid_argument("the optimizer's stream is on ", stream_->device().to_string(),
+                            " but its parameters are on ", device_.to_string(),
+                            "; set a stream of the parameters' device");
+  return Status::ok();
+}
+
+Status Optimizer::finish_own_stream() const {
+  if (!on_device() || stream_ != nullptr) return Status::ok();
+  return device::synchronize(device::launch_on(device_, own_stream_.get()));
+}
+
+Status Optimizer::step() { return step(StepOptions{}).status(); }
+
+Result<bool> Optimizer::step(const StepOptions& options) {
+  KILN_RETURN_IF_ERROR(check_step());
+  if (!(options.grad_scale > 0) || !std::isfinite(options.grad_scale))
+    return invalid_argument("optimizer step: grad_scale ", options.grad_scale,
+                            " must be finite and > 0 (the factor the loss, and so the grads, were multiplied by)");
+  Stream* stream = on_device() ? work_stream() : nullptr;
+  if (options.grad_scale != 1 || options.skip_nonfinite) {
+    KILN_ASSIGN_OR_RETURN(bool nonfinite, unscale_grads(params_, options.grad_scale, stream));
+    if (nonfinite && options.skip_nonfinite) return false;
+  }
   const OptimizerCommon& c = common();
-  if (c.clip_grad_value > 0) KILN_RETURN_IF_ERROR(clip_grad_value(params_, c.clip_grad_value));
-  if (c.clip_grad_norm > 0) KILN_RETURN_IF_ERROR(clip_grad_norm(params_, c.clip_grad_norm).status());
+  if (c.clip_grad_value > 0) KILN_RETURN_IF_ERROR(clip_grad_value(params_, c.clip_grad_value, stream));
+  if (c.clip_grad_norm > 0) KILN_RETURN_IF_ERROR(clip_grad_norm(params_, c.clip_grad_norm, 2.0, stream).status());
   // Decoupled weight decay scales the weights by 1 - lr * weight_decay before the update (in the same
   // pass; a factor of exactly 1 leaves them unchanged).
   const auto decay = static_cast<float>(c.decoupled_weight_decay ? 1.0 - lr_ * c.weight_decay : 1.0);
@@ -418,27 +391,36 @@ Status Optimizer::step() {
     if (!p.grad.defined()) continue;
     ParamState& state = states_[i];
     ++state.step;
-    update(state, p.value.data<float>(), p.grad.data<float>(), p.value.numel(), decay);
+    KILN_RETURN_IF_ERROR(update(state, p.value.data<float>(), p.grad.data<float>(), p.value.numel(), decay));
   }
-  return Status::ok();
+  KILN_RETURN_IF_ERROR(finish_own_stream());
+  return true;
 }
 
 Result<std::map<std::string, Tensor>> Optimizer::export_state() const {
   KILN_RETURN_IF_ERROR(check_list());
   std::vector<Slot> slot_list = slots();
+  const device::Launch on = device::launch_on(device_, work_stream());
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < params_.size(); ++i) {
     KILN_ASSIGN_OR_RETURN(Tensor step, Tensor::empty(DataType::kInt64, Dims{}));
     *step.data<int64_t>() = states_[i].step;
     out[params_[i].name + ".step"] = std::move(step);
     for (size_t s = 0; s < slot_list.size(); ++s) {
-      KILN_ASSIGN_OR_RETURN(Tensor copy, states_[i].buffers[s].clone());
+      const Tensor& buffer = states_[i].buffers[s];
+      Tensor copy;
+      if (on_device()) {
+        // Queued after the steps on the work stream, so it reads their results.
+        KILN_ASSIGN_OR_RETURN(copy, Tensor::empty(DataType::kFloat32, buffer.dims()));
+        KILN_RETURN_IF_ERROR(device::copy_and_wait(copy.raw(), buffer.raw(), buffer.nbytes(), on));
+      } else {
+        KILN_ASSIGN_OR_RETURN(copy, buffer.clone());
+      }
       out[params_[i].name + "." + slot_list[s].name] = std::move(copy);
     }
   }
   return out;
 }
-
 Status Optimizer::import_state(const std::map<std::string, Tensor>& state) {
   KILN_RETURN_IF_ERROR(check_list());
   std::vector<Slot> slot_list = slots();
@@ -478,10 +460,18 @@ Status Optimizer::import_state(const std::map<std::string, Tensor>& state) {
         return invalid_argument("optimizer state has '", key, "', which is not state of this ", name_,
                                 " optimizer; was it saved by another optimizer or for other parameters?");
   }
+  const device::Launch on = device::launch_on(device_, work_stream());
   for (size_t i = 0; i < params_.size(); ++i) {
     states_[i].step = steps[i];
-    for (size_t s = 0; s < slot_list.size(); ++s)
-      std::memcpy(states_[i].buffers[s].raw(), sources[i][s]->raw(), sources[i][s]->nbytes());
+    for (size_t s = 0; s < slot_list.size(); ++s) {
+      if (on_device()) {
+        // Queued after earlier steps on the work stream; waits, so the host tensors may go when it returns.
+        KILN_RETURN_IF_ERROR(
+            device::copy_and_wait(states_[i].buffers[s].raw(), sources[i][s]->raw(), sources[i][s]->nbytes(), on));
+      } else {
+        std::memcpy(states_[i].buffers[s].raw(), sources[i][s]->raw(), sources[i][s]->nbytes());
+      }
+    }
   }
   return Status::ok();
 }

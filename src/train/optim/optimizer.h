@@ -1,7 +1,8 @@
 #pragma once
-// Optimizers over a list of parameters (FP32 master weights on the host), with PyTorch's update rules
-// (NovoGrad: NVIDIA's, as NeMo has it), weight decay (L2 or decoupled), gradient clipping, a factory from
-// config, and state export/import for checkpoints (a resumed optimizer continues bit-exactly).
+// Optimizers over a list of parameters (FP32 master weights on the host or on one GPU), with PyTorch's update
+// rules (NovoGrad: NVIDIA's, as NeMo has it), weight decay (L2 or decoupled), gradient clipping, loss-scaled steps
+// for mixed precision, a factory from config, and state export/import for checkpoints (a resumed optimizer
+// continues bit-exactly). The element rules are rules.h's, shared by the CPU loops and the CUDA kernels.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -10,13 +11,19 @@
 #include <variant>
 #include <vector>
 
+#include "kiln/stream.h"
 #include "kiln/tensor.h"
 #include "train/optim/options.h"
 
 namespace kiln::train {
 
-/// A trained value and its gradient: float32, contiguous, host memory, same dims. The optimizer updates
-/// `value` in place (through the shared buffer); a parameter whose `grad` is undefined is skipped.
+namespace rules {
+struct Tensors;
+}
+
+/// A trained value and its gradient: float32, contiguous, same dims, and either all parameters (values and grads)
+/// in host memory or all on one CUDA device. The optimizer updates `value` in place (through the shared buffer);
+/// a parameter whose `grad` is undefined is skipped.
 struct Parameter {
   std::string name;
   Tensor value;
@@ -96,6 +103,16 @@ struct NovogradOptions : OptimizerCommon {
   double luc_eps = 1e-8;
 };
 
+/// How one step treats the grads (mixed precision).
+struct StepOptions {
+  /// The grads are scaled by this (the loss was multiplied by it): they are divided by it first, in place (the
+  /// grads hold the unscaled values afterwards, also when the step is skipped). Finite and > 0.
+  double grad_scale = 1.0;
+  /// When any grad has an inf or NaN (after unscaling), nothing is updated: no parameter, no state, no step
+  /// counted (a loss scaler then lowers the scale; see loss_scaler.h).
+  bool skip_nonfinite = false;
+};
+
 using OptimizerOptions = std::variant<SgdOptions, AdagradOptions, RmspropOptions, AdadeltaOptions, AdamOptions,
                                       AdamWOptions, NovogradOptions>;
 
@@ -138,14 +155,30 @@ class Optimizer {
   /// Steps taken by parameter `index` (parameters without a grad at a step do not count it).
   int64_t steps(size_t index) const { return states_.at(index).step; }
 
+  /// Where the parameters and the state live (the parameters' device when the optimizer was created).
+  Device device() const { return device_; }
+  /// The stream the device work of step(), export_state() and import_state() is queued on (parameters on a GPU;
+  /// ignored for host parameters). nullptr (the default) is a stream the optimizer owns: the caller must have
+  /// finished the work that wrote the grads (synchronized its stream) before step(), and step() returns once the
+  /// update has finished on the GPU. With the caller's stream the work is queued in order with the caller's own and
+  /// step() returns without waiting for the update, except for what it must read back: one small copy per step for
+  /// skip_nonfinite, one for clip_grad_norm. The stream must be on the parameters' device. The work queued there
+  /// uses the optimizer's state: let it finish (synchronize the stream) before destroying the optimizer.
+  void set_stream(Stream* stream) { stream_ = stream; }
+  Stream* stream() const { return stream_; }
+
   /// One update of every parameter that has a grad (clipping first when the options ask for it).
   Status step();
+  /// The same with the grads unscaled first and, with skip_nonfinite, skipped when any is not finite. True: the
+  /// parameters were updated; false: skipped (the grads had an inf or NaN).
+  Result<bool> step(const StepOptions& options);
 
   /// The state: per parameter `<name>.step` (int64 scalar) and its buffers (`<name>.exp_avg`, ...,
   /// float32, PyTorch's state names). Deep copies: later steps do not change them.
   Result<std::map<std::string, Tensor>> export_state() const;
   /// Restores state from export_state() of an optimizer of the same kind and options over parameters of
-  /// the same names and dims; every key must be present and none may be left over.
+  /// the same names and dims; every key must be present and none may be left over. The tensors are host tensors
+  /// (copied to the device for GPU parameters).
   Status import_state(const std::map<std::string, Tensor>& state);
 
  protected:
@@ -158,15 +191,26 @@ class Optimizer {
   struct ParamState {
     int64_t step = 0;             ///< steps taken, including the current one while updating
     Dims dims;                    ///< the parameter's dims when the optimizer was created
-    std::vector<Tensor> buffers;  ///< one per slot, in slots() order
+    std::vector<Tensor> buffers;  ///< one per slot, in slots() order, on the parameters' device
     float* buffer(size_t slot) const { return buffers[slot].data<float>(); }
   };
 
   Optimizer(std::string name, OptimizerOptions options, std::vector<Parameter> params);
   virtual std::vector<Slot> slots() const = 0;
-  /// Updates `n` elements of one parameter; `state.step` is already incremented. The weights are
-  /// param[i] * decay (decoupled weight decay, 1 without) before the update.
-  virtual void update(ParamState& state, float* param, const float* grad, int64_t n, float decay) = 0;
+  /// Updates `n` elements of one parameter (host or device pointers: see on_device()); `state.step` is already
+  /// incremented. The weights are param[i] * decay (decoupled weight decay, 1 without) before the update.
+  virtual Status update(ParamState& state, float* param, const float* grad, int64_t n, float decay) = 0;
+
+  /// Applies the element rule with scalars `k` (rules.h) to n elements: the CPU loop, or one kernel launch on the
+  /// work stream for device parameters.
+  template <class Scalars>
+  Status run(const Scalars& k, const rules::Tensors& t, int64_t n) const;
+
+  bool on_device() const { return device_.is_cuda(); }
+  /// The stream device work goes to (the caller's or the optimizer's own).
+  Stream* work_stream() const { return stream_ != nullptr ? stream_ : own_stream_.get(); }
+  /// Device scratch for the reductions (device parameters): at least the largest reduction_blocks(n) + 4 doubles.
+  double* device_workspace() const { return static_cast<double*>(workspace_.raw()); }
 
   const OptimizerCommon& common() const;
   /// The weight decay to add to the gradient: 0 when it is decoupled (applied by step() instead).
@@ -176,16 +220,26 @@ class Optimizer {
  private:
   Status init_state();
   Status check_list() const;
+  /// check_list, check_parameters, and the parameters' dims and device still those of the state.
+  Status check_step() const;
+  /// Unscales the grads in place; true when any is inf or NaN afterwards.
+  Result<bool> unscale(double grad_scale);
+  /// Waits for the optimizer's own stream (nothing to wait for with the caller's stream or on the host).
+  Status finish_own_stream() const;
 
   std::string name_;
   OptimizerOptions options_;
   std::vector<Parameter> params_;
   std::vector<ParamState> states_;
   double lr_ = 0;
+  Device device_;
+  Stream* stream_ = nullptr;
+  std::unique_ptr<Stream> own_stream_;
+  Tensor workspace_;  ///< device scratch (doubles): reductions' partials and results, the non-finite flag
 };
 
-/// Checks that `params` are float32 host tensors with matching grads (undefined grads allowed), names
-/// unique and non-empty. Errors name the parameter.
+/// Checks that `params` are float32 contiguous tensors with matching grads (undefined grads allowed), all in host
+/// memory or all on one CUDA device (values and grads), names unique and non-empty. Errors name the parameter.
 Status check_parameters(const std::vector<Parameter>& params);
 
 }  // namespace kiln::train
