@@ -13,6 +13,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/types.cuh"
 #include "ops/loss/loss.h"
 
@@ -261,16 +262,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-template <class F>
-Status dispatch(DataType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DataType::kFloat32: return f(cuda::Type<float>{});
-    case DataType::kFloat16: return f(cuda::Type<__half>{});
-    case DataType::kBFloat16: return f(cuda::Type<__nv_bfloat16>{});
-    default: return unsupported(op, " on ", dtype_name(dt));
-  }
-}
-
 /// The problem of inputs from `off` (log_probs, targets, input_lengths, target_lengths).
 CtcParams params_of(const KernelContext& ctx, int off, bool keep_alpha) {
   const auto& a = ctx.attrs<CTCLossAttrs>();
@@ -311,7 +302,7 @@ class CtcLoss final : public Kernel {
     KILN_ASSIGN_OR_RETURN(void* scratch, scratch_.get(ctx.allocator, bytes_, "CTCLoss alpha", stream));
     double* loss = static_cast<double*>(scratch);
     double* work = loss + p.N;
-    return dispatch(ctx.src[0].dtype(), "CTCLoss", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(ctx.src[0].dtype(), "CTCLoss", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       if (p.N > 0) {
         ctc_forward<T><<<static_cast<unsigned>(p.N), threads_for(p), 0, stream>>>(p, ctx.src[0].data<T>(), work, loss);
@@ -339,7 +330,7 @@ class CtcLossBackward final : public Kernel {
     bytes_ = static_cast<size_t>(p.work_doubles()) * sizeof(double);
     KILN_ASSIGN_OR_RETURN(void* work, scratch_.get(ctx.allocator, bytes_, "CTCLossBackward alpha", stream));
     KILN_RETURN_IF_ERROR(cuda::check(cudaMemsetAsync(dx.raw(), 0, dx.nbytes(), stream), "CTC dx zero fill"));
-    return dispatch(dx.dtype(), "CTCLossBackward", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(dx.dtype(), "CTCLossBackward", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       ctc_backward<T><<<static_cast<unsigned>(p.N), threads_for(p), 0, stream>>>(
           p, ctx.src[0].data<T>(), ctx.src[1].data<T>(), static_cast<double*>(work), dx.data<T>());

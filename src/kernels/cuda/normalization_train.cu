@@ -18,6 +18,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/types.cuh"
 #include "ops/normalization/normalization.h"
 #include "ops/normalization/normalization_train.h"
@@ -338,16 +339,6 @@ __global__ void instance_norm_channel_totals(const float* sums, int64_t n, int64
   }
 }
 
-template <class F>
-Status dispatch(DataType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DataType::kFloat32: return f(cuda::Type<float>{});
-    case DataType::kFloat16: return f(cuda::Type<__half>{});
-    case DataType::kBFloat16: return f(cuda::Type<__nv_bfloat16>{});
-    default: return unsupported(op, " on ", dtype_name(dt));
-  }
-}
-
 // A kernel that keeps float scratch memory between runs.
 class ScratchKernel : public Kernel {
  public:
@@ -381,7 +372,7 @@ class BatchNormTraining final : public ScratchKernel {
     KILN_ASSIGN_OR_RETURN(float* partial, scratch_floats(ctx, partials + 3 * v.c, "BatchNormalizationTraining sums"));
     float* mean = partial + partials;
     float* st = mean + v.c;
-    return dispatch(x.dtype(), "BatchNormalizationTraining", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(x.dtype(), "BatchNormalizationTraining", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       const dim3 grid = chunk_grid(v, c);
       channel_partial_sums<T, false><<<grid, kThreads, 0, stream>>>(v, c, x.data<T>(), nullptr, partial);
@@ -420,7 +411,7 @@ class BatchNormBackward final : public ScratchKernel {
     float* coef = partial + partials;
     const FloatRef none{};
     const FloatRef mean = float_ref(ctx.src[3]), stat = float_ref(ctx.src[4]);
-    return dispatch(x.dtype(), "BatchNormalizationBackward", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(x.dtype(), "BatchNormalizationBackward", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       const T* dy = ctx.src[0].data<T>();
       batch_norm_backward_partials<T><<<chunk_grid(v, c), kThreads, 0, stream>>>(v, c, dy, x.data<T>(), mean, stat,
@@ -466,7 +457,7 @@ class LayerNormBackward final : public ScratchKernel {
                           scratch_floats(ctx, 2 * stat_count + pieces * d, "LayerNormalizationBackward statistics"));
     float* inv_std = mean + stat_count;
     float* partial = inv_std + stat_count;
-    return dispatch(x.dtype(), "LayerNormalizationBackward", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(x.dtype(), "LayerNormalizationBackward", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       if (rows > 0) {
         layer_norm_backward_rows<T><<<blocks_for(rows), kThreads, 0, stream>>>(ctx.src[0].data<T>(), x.data<T>(),
@@ -498,7 +489,7 @@ class InstanceNormBackward final : public ScratchKernel {
     const int64_t planes = v.n * v.c;
     KILN_ASSIGN_OR_RETURN(float* sums,
                           scratch_floats(ctx, std::max<int64_t>(planes, 1) * 2, "InstanceNormalizationBackward sums"));
-    return dispatch(x.dtype(), "InstanceNormalizationBackward", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(x.dtype(), "InstanceNormalizationBackward", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       if (planes > 0) {
         instance_norm_backward_planes<T>
