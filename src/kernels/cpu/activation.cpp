@@ -2,34 +2,11 @@
 #include "kernels/ref/activation.h"
 #include "core/parallel.h"
 #include "kernels/common/indexing.h"
-#include "kernels/cpu/onednn.h"
+#include "kernels/cpu/activation_eltwise.h"
 #include "kernels/registry.h"
 
 namespace kiln {
 namespace {
-
-std::optional<dnnl::algorithm> eltwise_algorithm(const ActivationAttrs& a, float& alpha, float& beta) {
-  using alg = dnnl::algorithm;
-  alpha = 0.f;
-  beta = 0.f;
-  switch (a.kind) {
-    case ActivationKind::kRelu: return alg::eltwise_relu;
-    case ActivationKind::kLeakyRelu: alpha = a.alpha; return alg::eltwise_relu;
-    case ActivationKind::kElu: alpha = a.alpha; return alg::eltwise_elu;
-    case ActivationKind::kSigmoid: return alg::eltwise_logistic;
-    case ActivationKind::kTanh: return alg::eltwise_tanh;
-    case ActivationKind::kSoftplus: return alg::eltwise_soft_relu;
-    case ActivationKind::kClip:
-      alpha = a.alpha;
-      beta = a.beta;
-      return alg::eltwise_clip;
-    case ActivationKind::kGelu: return a.beta != 0.f ? alg::eltwise_gelu_tanh : alg::eltwise_gelu_erf;
-    case ActivationKind::kSilu: alpha = a.alpha; return alg::eltwise_swish;
-    case ActivationKind::kHardSwish: return alg::eltwise_hardswish;
-    case ActivationKind::kMish: return alg::eltwise_mish;
-    default: return std::nullopt;
-  }
-}
 
 class OnednnActivation final : public Kernel {
  public:
@@ -38,7 +15,8 @@ class OnednnActivation final : public Kernel {
     return onednn::guard("eltwise", [&] {
       if (!prim_ || x.dims() != dims_) {
         float alpha, beta;
-        const auto algo = *eltwise_algorithm(ctx.attrs<ActivationAttrs>(), alpha, beta);
+        const auto algo =
+            *cpu::eltwise_algorithm(ctx.attrs<ActivationAttrs>(), cpu::EltwiseDirection::kForward, alpha, beta);
         desc_ = onednn::plain_desc(x.dims(), x.dtype());
         dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, algo, desc_, alpha, beta);
         prim_ = dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, onednn::engine()));
@@ -71,31 +49,11 @@ Status run_loop(KernelContext& ctx) {
   return Status::ok();
 }
 
-KILN_REGISTER_KERNEL(KernelImpl{
-    .name = "cpu.onednn.activation",
-    .op = "Activation",
-    .backend = Backend::kCpu,
-    .priority = 10,
-    .supports = [](const OpCall& call) -> Status {
-      KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
-      float alpha, beta;
-      if (!eltwise_algorithm(call.attrs_as<ActivationAttrs>(), alpha, beta))
-        return unsupported("oneDNN has no eltwise for ", enum_name(call.attrs_as<ActivationAttrs>().kind));
-      return Status::ok();
-    },
-    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-      return std::unique_ptr<Kernel>(std::make_unique<OnednnActivation>());
-    },
-});
-
-KILN_REGISTER_KERNEL(KernelImpl{
-    .name = "cpu.activation",
-    .op = "Activation",
-    .backend = Backend::kCpu,
-    .priority = 5,
-    .supports = [](const OpCall& call) { return require_dtypes(call, {DataType::kFloat32}); },
-    .create = stateless(run_loop),
-});
+KILN_REGISTER_KERNEL(cpu::onednn_activation_impl("cpu.onednn.activation", "Activation", cpu::EltwiseDirection::kForward,
+                                                 [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+                                                   return std::unique_ptr<Kernel>(std::make_unique<OnednnActivation>());
+                                                 }));
+KILN_REGISTER_KERNEL(cpu::loop_activation_impl("cpu.activation", "Activation", run_loop));
 
 }  // namespace
 }  // namespace kiln

@@ -5,30 +5,12 @@
 
 #include "core/parallel.h"
 #include "kernels/common/indexing.h"
-#include "kernels/cpu/onednn.h"
+#include "kernels/cpu/activation_eltwise.h"
 #include "kernels/ref/activation_grad.h"
 #include "kernels/registry.h"
 
 namespace kiln {
 namespace {
-
-// The algorithm and parameters the forward CPU kernel uses (cpu/activation.cpp), so both agree.
-std::optional<dnnl::algorithm> eltwise_algorithm(const ActivationAttrs& a, float& alpha, float& beta) {
-  using alg = dnnl::algorithm;
-  alpha = 0.f;
-  beta = 0.f;
-  switch (a.kind) {
-    case ActivationKind::kRelu: return alg::eltwise_relu;
-    case ActivationKind::kLeakyRelu: alpha = a.alpha; return alg::eltwise_relu;
-    case ActivationKind::kElu: alpha = a.alpha; return alg::eltwise_elu;
-    case ActivationKind::kSigmoid: return alg::eltwise_logistic;
-    case ActivationKind::kTanh: return alg::eltwise_tanh;
-    case ActivationKind::kGelu: return a.beta != 0.f ? alg::eltwise_gelu_tanh : alg::eltwise_gelu_erf;
-    case ActivationKind::kSilu: alpha = a.alpha; return alg::eltwise_swish;
-    case ActivationKind::kHardSwish: return alg::eltwise_hardswish;
-    default: return std::nullopt;
-  }
-}
 
 class OnednnActivationBackward final : public Kernel {
  public:
@@ -37,7 +19,8 @@ class OnednnActivationBackward final : public Kernel {
     return onednn::guard("eltwise backward", [&] {
       if (!prim_ || x.dims() != dims_) {
         float alpha, beta;
-        const auto algo = *eltwise_algorithm(ctx.attrs<ActivationAttrs>(), alpha, beta);
+        const auto algo =
+            *cpu::eltwise_algorithm(ctx.attrs<ActivationAttrs>(), cpu::EltwiseDirection::kBackward, alpha, beta);
         desc_ = onednn::plain_desc(x.dims(), x.dtype());
         const dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, algo, desc_, alpha, beta);
         const dnnl::eltwise_forward::primitive_desc hint(fd, onednn::engine());
@@ -101,31 +84,13 @@ Status run_loop(KernelContext& ctx) {
   return Status::ok();
 }
 
-KILN_REGISTER_KERNEL(KernelImpl{
-    .name = "cpu.onednn.activation_backward",
-    .op = "ActivationBackward",
-    .backend = Backend::kCpu,
-    .priority = 10,
-    .supports = [](const OpCall& call) -> Status {
-      KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
-      const auto& a = call.attrs_as<ActivationAttrs>();
-      float alpha, beta;
-      if (!eltwise_algorithm(a, alpha, beta)) return unsupported("oneDNN has no eltwise for ", enum_name(a.kind));
-      return Status::ok();
-    },
-    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-      return std::unique_ptr<Kernel>(std::make_unique<OnednnActivationBackward>());
-    },
-});
-
-KILN_REGISTER_KERNEL(KernelImpl{
-    .name = "cpu.activation_backward",
-    .op = "ActivationBackward",
-    .backend = Backend::kCpu,
-    .priority = 5,
-    .supports = [](const OpCall& call) { return require_dtypes(call, {DataType::kFloat32}); },
-    .create = stateless(run_loop),
-});
+KILN_REGISTER_KERNEL(cpu::onednn_activation_impl("cpu.onednn.activation_backward", "ActivationBackward",
+                                                 cpu::EltwiseDirection::kBackward,
+                                                 [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+                                                   return std::unique_ptr<Kernel>(
+                                                       std::make_unique<OnednnActivationBackward>());
+                                                 }));
+KILN_REGISTER_KERNEL(cpu::loop_activation_impl("cpu.activation_backward", "ActivationBackward", run_loop));
 
 }  // namespace
 }  // namespace kiln

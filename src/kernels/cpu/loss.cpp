@@ -13,6 +13,7 @@ namespace {
 
 using cpu::exp_approx;
 using cpu::log_approx;
+using loss::BceFactors;
 using loss::BroadcastIndex;
 using loss::ClassSplit;
 
@@ -176,39 +177,22 @@ Status run_pointwise_backward(KernelContext& ctx) {
   return Status::ok();
 }
 
-/// The optional broadcast factors of BCEWithLogitsLoss (inputs off + 2 and off + 3).
-struct BceFactors {
-  const float *w = nullptr, *pw = nullptr;
-  BroadcastIndex wi, pwi;
+/// weight or pos_weight (f, broadcast by `index`; 1 where absent) of elements [b, b + len) into out.
+void fill_factor(const float* f, const BroadcastIndex& index, int64_t b, int64_t len, float* out) {
+  if (!f) {
+    std::fill(out, out + len, 1.f);
+  } else if (const int64_t m = index.modulo()) {
+    for (int64_t k = 0, j = b % m; k < len; ++k, j = j + 1 == m ? 0 : j + 1) out[k] = f[j];
+  } else {
+    for (int64_t k = 0; k < len; ++k) out[k] = f[index(b + k)];
+  }
+}
 
-  BceFactors(const KernelContext& ctx, int off) {
-    const Dims& dims = ctx.src[off].dims();
-    if (ctx.src.size() > static_cast<size_t>(off) + 2 && ctx.src[off + 2].defined()) {
-      w = ctx.src[off + 2].data<float>();
-      wi = BroadcastIndex(dims, ctx.src[off + 2].dims());
-    }
-    if (ctx.src.size() > static_cast<size_t>(off) + 3 && ctx.src[off + 3].defined()) {
-      pw = ctx.src[off + 3].data<float>();
-      pwi = BroadcastIndex(dims, ctx.src[off + 3].dims());
-    }
-  }
-  /// weight and pos_weight of elements [b, b + len) into wb and pwb (1 where absent).
-  void fill(int64_t b, int64_t len, float* wb, float* pwb) const {
-    fill_one(w, wi, b, len, wb);
-    fill_one(pw, pwi, b, len, pwb);
-  }
-
- private:
-  static void fill_one(const float* f, const BroadcastIndex& index, int64_t b, int64_t len, float* out) {
-    if (!f) {
-      std::fill(out, out + len, 1.f);
-    } else if (const int64_t m = index.modulo()) {
-      for (int64_t k = 0, j = b % m; k < len; ++k, j = j + 1 == m ? 0 : j + 1) out[k] = f[j];
-    } else {
-      for (int64_t k = 0; k < len; ++k) out[k] = f[index(b + k)];
-    }
-  }
-};
+/// weight and pos_weight of elements [b, b + len) into wb and pwb.
+void fill_factors(const BceFactors& f, int64_t b, int64_t len, float* wb, float* pwb) {
+  fill_factor(f.w, f.wi, b, len, wb);
+  fill_factor(f.pw, f.pwi, b, len, pwb);
+}
 
 constexpr int64_t kBceBlock = 256;
 
@@ -241,7 +225,7 @@ void bce_backward(const float* x, const float* t, const BceFactors& f, const Ups
     float wb[kBceBlock], pwb[kBceBlock];
     for (int64_t b = lo; b < hi; b += kBceBlock) {
       const int64_t len = std::min(kBceBlock, hi - b);
-      f.fill(b, len, wb, pwb);
+      fill_factors(f, b, len, wb, pwb);
       if (up.per)
         bce_backward_block<kWrt, true>(x, t, wb, pwb, up, dx, b, len);
       else
@@ -264,7 +248,7 @@ Status run_bce(KernelContext& ctx) {
     for (int64_t b = lo; b < hi; b += kBceBlock) {
       const int64_t len = std::min(kBceBlock, hi - b);
       float* v = none ? out + b : vb;
-      f.fill(b, len, wb, pwb);
+      fill_factors(f, b, len, wb, pwb);
 #pragma omp simd
       for (int64_t k = 0; k < len; ++k) v[k] = bce_v(x[b + k], t[b + k], wb[k], pwb[k]);
       if (!none) acc += lane_sum(0, len, [&](int64_t k) { return v[k]; });
@@ -292,32 +276,6 @@ Status run_bce_backward(KernelContext& ctx) {
   return Status::ok();
 }
 
-/// Class targets checked in one pass: per item its class or -1 (ignored), and the sum of the counted
-/// items' weights (mean's denominator).
-Status read_targets(const char* op, const Tensor& target, const ClassSplit& s, int64_t ignore_index, const float* w,
-                    std::vector<int32_t>& cls, double& denom) {
-  const int64_t items = s.outer * s.inner;
-  cls.resize(static_cast<size_t>(items));
-  denom = 0;
-  for (int64_t j = 0; j < items; ++j) {
-    const int64_t c = loss::load_index(target, j);
-    if (c == ignore_index) {
-      cls[j] = -1;
-      continue;
-    }
-    if (c < 0 || c >= s.classes)
-      return invalid_argument(op, ": target ", c, " at position ", j, " is not a class in [0, ", s.classes,
-                              ") nor ignore_index ", ignore_index);
-    cls[j] = static_cast<int32_t>(c);
-    denom += w ? w[c] : 1.0;
-  }
-  return Status::ok();
-}
-
-const float* optional_data(const KernelContext& ctx, size_t i) {
-  return i < ctx.src.size() && ctx.src[i].defined() ? ctx.src[i].data<float>() : nullptr;
-}
-
 template <class A>
 Status class_loss_supports(const OpCall& call, int target) {
   KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32, DataType::kInt32, DataType::kInt64}));
@@ -336,10 +294,10 @@ Status run_nll(KernelContext& ctx) {
   const auto& a = ctx.attrs<NLLLossAttrs>();
   const ClassSplit s = loss::class_split(ctx.src[0].dims());
   const float* x = ctx.src[0].data<float>();
-  const float* w = optional_data(ctx, 2);
+  const float* w = loss::optional_data(ctx, 2);
   std::vector<int32_t> cls;
   double denom = 0;
-  KILN_RETURN_IF_ERROR(read_targets("NLLLoss", ctx.src[1], s, a.ignore_index, w, cls, denom));
+  KILN_RETURN_IF_ERROR(loss::read_class_targets("NLLLoss", ctx.src[1], s, a.ignore_index, w, cls, denom));
   float* out = ctx.dst[0].data<float>();
   const int64_t items = static_cast<int64_t>(cls.size());
   const double sum = chunked_sum(items, 2, [&](int64_t lo, int64_t hi) {
@@ -359,10 +317,10 @@ Status run_nll(KernelContext& ctx) {
 Status run_nll_backward(KernelContext& ctx) {
   const auto& a = ctx.attrs<NLLLossBackwardAttrs>();
   const ClassSplit s = loss::class_split(ctx.src[1].dims());
-  const float* w = optional_data(ctx, 3);
+  const float* w = loss::optional_data(ctx, 3);
   std::vector<int32_t> cls;
   double denom = 0;
-  KILN_RETURN_IF_ERROR(read_targets("NLLLossBackward", ctx.src[2], s, a.ignore_index, w, cls, denom));
+  KILN_RETURN_IF_ERROR(loss::read_class_targets("NLLLossBackward", ctx.src[2], s, a.ignore_index, w, cls, denom));
   const Upstream up = upstream(ctx.src[0], a.reduction, denom);
   float* dx = ctx.dst[0].data<float>();
   // Zero each item's column and set its target entry; items of one sample share rows, so work per sample.
@@ -470,11 +428,11 @@ Status cross_entropy(KernelContext& ctx, int off, float* dx) {
   const Tensor& xt = ctx.src[off];
   const ClassSplit s = loss::class_split(xt.dims());
   const float* x = xt.data<float>();
-  const float* w = optional_data(ctx, off + 2);
+  const float* w = loss::optional_data(ctx, off + 2);
   std::vector<int32_t> cls;
   double denom = 0;
-  KILN_RETURN_IF_ERROR(read_targets(dx ? "CrossEntropyLossBackward" : "CrossEntropyLoss", ctx.src[off + 1], s,
-                                    a.ignore_index, w, cls, denom));
+  KILN_RETURN_IF_ERROR(loss::read_class_targets(dx ? "CrossEntropyLossBackward" : "CrossEntropyLoss", ctx.src[off + 1],
+                                                s, a.ignore_index, w, cls, denom));
   CeParams p{w, s.classes, a.label_smoothing, 0};
   for (int64_t c = 0; c < s.classes; ++c) p.wsum += w ? w[c] : 1.0;
   const Upstream up = dx ? upstream(ctx.src[0], a.reduction, denom) : Upstream{};
@@ -528,44 +486,7 @@ Status run_cross_entropy_backward(KernelContext& ctx) {
   return cross_entropy<CrossEntropyLossBackwardAttrs>(ctx, 1, ctx.dst[0].data<float>());
 }
 
-/// CTC: per sample its labels (checked) and lengths; samples run in parallel.
-struct CtcProblem {
-  int64_t T = 0, N = 0, C = 0;
-  std::vector<int64_t> labels, start, length, input_length;
-};
-
-Status read_ctc(const char* op, const KernelContext& ctx, int off, CtcProblem& p) {
-  const auto& a = ctx.attrs<CTCLossAttrs>();
-  const Dims& d = ctx.src[off].dims();
-  p.T = d[0];
-  p.N = d[1];
-  p.C = d[2];
-  const Tensor& targets = ctx.src[off + 1];
-  const bool padded = targets.rank() == 2;
-  int64_t offset = 0;
-  for (int64_t n = 0; n < p.N; ++n) {
-    const int64_t in_len = loss::load_index(ctx.src[off + 2], n), len = loss::load_index(ctx.src[off + 3], n);
-    if (in_len < 0 || in_len > p.T)
-      return invalid_argument(op, ": input_lengths[", n, "] = ", in_len, " is not in [0, ", p.T, "]");
-    const int64_t avail = padded ? targets.dims()[1] : targets.numel() - offset;
-    if (len < 0 || len > avail)
-      return invalid_argument(op, ": target_lengths[", n, "] = ", len, " does not fit the targets (",
-                              padded ? "padded length " : "elements left ", avail, ")");
-    const int64_t from = padded ? n * targets.dims()[1] : offset;
-    p.start.push_back(static_cast<int64_t>(p.labels.size()));
-    for (int64_t k = 0; k < len; ++k) {
-      const int64_t c = loss::load_index(targets, from + k);
-      if (c < 0 || c >= p.C || c == a.blank)
-        return invalid_argument(op, ": target ", c, " of sample ", n, " is not a class in [0, ", p.C,
-                                ") other than blank ", a.blank);
-      p.labels.push_back(c);
-    }
-    p.length.push_back(len);
-    p.input_length.push_back(in_len);
-    offset += len;
-  }
-  return Status::ok();
-}
+using loss::CtcProblem;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -663,16 +584,10 @@ class CtcLattice {
   std::vector<float> skip_, e_, alpha_, beta_;
 };
 
-/// What a sample's loss counts for: 1 (none, sum) or 1 / (max(target length, 1) N) (mean).
-float ctc_scale(const CtcProblem& p, LossReduction r, int64_t n) {
-  if (r != LossReduction::kMean) return 1.f;
-  return static_cast<float>(1.0 / (std::max<double>(static_cast<double>(p.length[n]), 1.0) * static_cast<double>(p.N)));
-}
-
 Status run_ctc(KernelContext& ctx) {
   const auto& a = ctx.attrs<CTCLossAttrs>();
   CtcProblem p;
-  KILN_RETURN_IF_ERROR(read_ctc("CTCLoss", ctx, 0, p));
+  KILN_RETURN_IF_ERROR(loss::read_ctc("CTCLoss", ctx, 0, p));
   const float* lp = ctx.src[0].data<float>();
   std::vector<float> nll(static_cast<size_t>(p.N));
   parallel_for(p.N, 1, [&](int64_t n) {
@@ -686,7 +601,7 @@ Status run_ctc(KernelContext& ctx) {
     return Status::ok();
   }
   double sum = 0;
-  for (int64_t n = 0; n < p.N; ++n) sum += double{nll[n]} * ctc_scale(p, a.reduction, n);
+  for (int64_t n = 0; n < p.N; ++n) sum += double{nll[n]} * loss::ctc_scale(p, a.reduction, n);
   out[0] = static_cast<float>(sum);
   return Status::ok();
 }
@@ -694,7 +609,7 @@ Status run_ctc(KernelContext& ctx) {
 Status run_ctc_backward(KernelContext& ctx) {
   const auto& a = ctx.attrs<CTCLossAttrs>();
   CtcProblem p;
-  KILN_RETURN_IF_ERROR(read_ctc("CTCLossBackward", ctx, 1, p));
+  KILN_RETURN_IF_ERROR(loss::read_ctc("CTCLossBackward", ctx, 1, p));
   const float* lp = ctx.src[1].data<float>();
   const float* dy = ctx.src[0].data<float>();
   float* dx = ctx.dst[0].data<float>();
@@ -704,7 +619,8 @@ Status run_ctc_backward(KernelContext& ctx) {
     const float nll = lattice.forward();
     if (a.zero_infinity && std::isinf(nll)) return;
     lattice.backward();
-    const float g = (a.reduction == LossReduction::kNone ? dy[n] : dy[0]) * ctc_scale(p, a.reduction, n);
+    const float g =
+        (a.reduction == LossReduction::kNone ? dy[n] : dy[0]) * static_cast<float>(loss::ctc_scale(p, a.reduction, n));
     lattice.grad(nll, g, dx + n * p.C, p.N * p.C);
   });
   return Status::ok();

@@ -36,41 +36,25 @@ namespace {
 constexpr const char* kImplName = "cuda.cudnn.convolution";
 constexpr int64_t kMaxCudnnCount = std::numeric_limits<int32_t>::max();
 
-class FilterDescriptor {
+// A cuDNN descriptor that frees itself (Create and Destroy: cuDNN's functions for its type).
+template <class D, cudnnStatus_t (*Create)(D*), cudnnStatus_t (*Destroy)(D)>
+class Descriptor {
  public:
-  FilterDescriptor() { cudnnCreateFilterDescriptor(&d_); }
-  ~FilterDescriptor() { cudnnDestroyFilterDescriptor(d_); }
-  FilterDescriptor(const FilterDescriptor&) = delete;
-  FilterDescriptor& operator=(const FilterDescriptor&) = delete;
-  cudnnFilterDescriptor_t get() const { return d_; }
+  Descriptor() { Create(&d_); }
+  ~Descriptor() { Destroy(d_); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  D get() const { return d_; }
 
  private:
-  cudnnFilterDescriptor_t d_ = nullptr;
+  D d_ = nullptr;
 };
 
-class ConvDescriptor {
- public:
-  ConvDescriptor() { cudnnCreateConvolutionDescriptor(&d_); }
-  ~ConvDescriptor() { cudnnDestroyConvolutionDescriptor(d_); }
-  ConvDescriptor(const ConvDescriptor&) = delete;
-  ConvDescriptor& operator=(const ConvDescriptor&) = delete;
-  cudnnConvolutionDescriptor_t get() const { return d_; }
-
- private:
-  cudnnConvolutionDescriptor_t d_ = nullptr;
-};
-
-class ActivationDescriptor {
- public:
-  ActivationDescriptor() { cudnnCreateActivationDescriptor(&d_); }
-  ~ActivationDescriptor() { cudnnDestroyActivationDescriptor(d_); }
-  ActivationDescriptor(const ActivationDescriptor&) = delete;
-  ActivationDescriptor& operator=(const ActivationDescriptor&) = delete;
-  cudnnActivationDescriptor_t get() const { return d_; }
-
- private:
-  cudnnActivationDescriptor_t d_ = nullptr;
-};
+using FilterDescriptor = Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDescriptor =
+    Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+using ActivationDescriptor =
+    Descriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor>;
 
 // x [N, C, spatial...] -> dims cuDNN takes: 1-D problems gain a unit height.
 Dims lift_1d(const Dims& d) {
@@ -97,14 +81,15 @@ Status set_nhwc(cuda::TensorDescriptor& d, DataType dt, const Dims& nhwc) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tactics
+// Tactics: a cuDNN algorithm by its name, and the math type it runs with
 
+template <class Algo>
 struct AlgoName {
-  cudnnConvolutionFwdAlgo_t algo;
+  Algo algo;
   const char* name;
 };
 
-constexpr std::array<AlgoName, 8> kAlgos = {{
+constexpr std::array<AlgoName<cudnnConvolutionFwdAlgo_t>, 8> kFwdAlgos = {{
     {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, "implicit_gemm"},
     {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, "implicit_precomp_gemm"},
     {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, "gemm"},
@@ -114,6 +99,29 @@ constexpr std::array<AlgoName, 8> kAlgos = {{
     {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, "winograd"},
     {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
 }};
+
+constexpr std::array<AlgoName<cudnnConvolutionBwdDataAlgo_t>, 6> kBwdDataAlgos = {{
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, "algo_0"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, "algo_1"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, "fft"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING, "fft_tiling"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, "winograd"},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
+}};
+
+constexpr std::array<AlgoName<cudnnConvolutionBwdFilterAlgo_t>, 6> kBwdFilterAlgos = {{
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, "algo_0"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, "algo_1"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, "fft"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, "algo_3"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING, "fft_tiling"},
+}};
+
+// The names of an algorithm type's algorithms.
+constexpr const auto& algo_names(cudnnConvolutionFwdAlgo_t) { return kFwdAlgos; }
+constexpr const auto& algo_names(cudnnConvolutionBwdDataAlgo_t) { return kBwdDataAlgos; }
+constexpr const auto& algo_names(cudnnConvolutionBwdFilterAlgo_t) { return kBwdFilterAlgos; }
 
 // How a math type is written in a tactic: "" (default or FMA math), "tensor_op" or "tensor_op_conversion".
 enum class MathClass { kPlain, kTensorOp, kTensorOpConversion };
@@ -126,40 +134,69 @@ MathClass math_class(cudnnMathType_t m) {
   }
 }
 
-struct ConvTactic {
-  std::optional<cudnnConvolutionFwdAlgo_t> algo;  // none: the heuristic's first choice
-  MathClass math = MathClass::kPlain;
-  bool fused = false;  // cudnnConvolutionBiasActivationForward
-
-  std::string to_string() const {
-    if (!algo) return "";
-    std::string s;
-    for (const AlgoName& a : kAlgos)
-      if (a.algo == *algo) s = a.name;
-    if (math == MathClass::kTensorOp) s += "+tensor_op";
-    if (math == MathClass::kTensorOpConversion) s += "+tensor_op_conversion";
-    if (fused) s += "+fused";
-    return s;
-  }
-};
-
-std::optional<ConvTactic> parse_tactic(const std::string& t) {
-  ConvTactic out;
-  if (t.empty()) return out;
+// A tactic's parts: "winograd_nonfused+tensor_op+fused" -> winograd_nonfused, tensor_op, fused.
+std::vector<std::string> tactic_parts(const std::string& t) {
   std::vector<std::string> parts;
   size_t begin = 0;
   while (true) {
     const size_t plus = t.find('+', begin);
     parts.push_back(t.substr(begin, plus == std::string::npos ? std::string::npos : plus - begin));
-    if (plus == std::string::npos) break;
+    if (plus == std::string::npos) return parts;
     begin = plus + 1;
   }
-  for (const AlgoName& a : kAlgos)
-    if (parts[0] == a.name) out.algo = a.algo;
-  if (!out.algo) return std::nullopt;
-  size_t i = 1;
-  if (i < parts.size() && parts[i] == "tensor_op") out.math = MathClass::kTensorOp, ++i;
-  if (i < parts.size() && parts[i] == "tensor_op_conversion") out.math = MathClass::kTensorOpConversion, ++i;
+}
+
+// An algorithm and its math class: "algo", "algo+tensor_op" or "algo+tensor_op_conversion"; "" for none (the
+// heuristic's first choice).
+template <class Algo>
+struct AlgoTactic {
+  std::optional<Algo> algo;
+  MathClass math = MathClass::kPlain;
+
+  std::string to_string() const {
+    if (!algo) return "";
+    std::string s;
+    for (const auto& a : algo_names(Algo{}))
+      if (a.algo == *algo) s = a.name;
+    if (math == MathClass::kTensorOp) s += "+tensor_op";
+    if (math == MathClass::kTensorOpConversion) s += "+tensor_op_conversion";
+    return s;
+  }
+
+  // Reads the algorithm (parts[0]) and a math class after it; returns the parts used, 0 for an unknown algorithm.
+  size_t read(const std::vector<std::string>& parts) {
+    for (const auto& a : algo_names(Algo{}))
+      if (parts[0] == a.name) algo = a.algo;
+    if (!algo) return 0;
+    size_t i = 1;
+    if (i < parts.size() && parts[i] == "tensor_op") math = MathClass::kTensorOp, ++i;
+    if (i < parts.size() && parts[i] == "tensor_op_conversion") math = MathClass::kTensorOpConversion, ++i;
+    return i;
+  }
+
+  static std::optional<AlgoTactic> parse(const std::string& t) {
+    AlgoTactic out;
+    if (t.empty()) return out;
+    const std::vector<std::string> parts = tactic_parts(t);
+    if (out.read(parts) != parts.size()) return std::nullopt;
+    return out;
+  }
+};
+
+// The forward convolution's tactic: an algorithm, its math class, and "+fused" for
+// cudnnConvolutionBiasActivationForward.
+struct ConvTactic : AlgoTactic<cudnnConvolutionFwdAlgo_t> {
+  bool fused = false;
+
+  std::string to_string() const { return AlgoTactic::to_string() + (algo && fused ? "+fused" : ""); }
+};
+
+std::optional<ConvTactic> parse_tactic(const std::string& t) {
+  ConvTactic out;
+  if (t.empty()) return out;
+  const std::vector<std::string> parts = tactic_parts(t);
+  size_t i = out.read(parts);
+  if (i == 0) return std::nullopt;
   if (i < parts.size() && parts[i] == "fused") out.fused = true, ++i;
   if (i != parts.size()) return std::nullopt;
   return out;
@@ -179,20 +216,33 @@ bool fusable(const Epilogue& e, DataType dtype, cudnnConvolutionFwdAlgo_t algo) 
   return !e.act.on || e.act.kind == ActivationKind::kRelu;
 }
 
+// cuDNN takes one pad per axis: the begin pad, with the end pad at most that much smaller than it (output_padding
+// or output_shape adding up to stride - 1 positions at the end), never negative.
+Status check_deconv_window(const ConvWindow& w) {
+  for (int i = 0; i < w.rank(); ++i) {
+    const int64_t extra = w.pads_begin[i] - w.pads_end[i];
+    if (w.pads_begin[i] < 0 || extra < 0 || extra >= w.strides[i])
+      return unsupported(
+          "cuDNN's deconvolution needs equal begin and end pads (up to stride - 1 extra output at the "
+          "end) and no negative pad; axis ",
+          i, " has ", w.pads_begin[i], " and ", w.pads_end[i]);
+  }
+  return Status::ok();
+}
+
 // ---------------------------------------------------------------------------------------------
-// Descriptors for one problem
+// Descriptors for one problem, and cuDNN's questions about it
 
 struct Problem {
   cuda::TensorDescriptor xd, yd, bd;
   FilterDescriptor wd;
   ConvDescriptor cd;
 
+  // The forward convolution x (*) w -> y (and the bias descriptor of its epilogue).
   Status set(const ConvolutionAttrs& a, DataType dt, const Dims& x, const Dims& w, const Dims& y) {
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
     KILN_RETURN_IF_ERROR(check_window(win));
-    for (const Dims* d : {&x, &w, &y})
-      if (d->numel() > kMaxCudnnCount)
-        return unsupported("cuDNN convolutions here take tensors below 2^31 elements; this one has ", d->numel());
+    KILN_RETURN_IF_ERROR(check_counts("convolutions", x, w, y));
     if (a.channels_last) {
       if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4 || win.rank() != 2)
         return unsupported("a channels_last convolution is 2-D: x [N, H, W, C], w [M, kH, kW, C/G]");
@@ -204,24 +254,46 @@ struct Problem {
           cuda::check(cudnnSetFilter4dDescriptor(wd.get(), *cuda::cudnn_dtype(dt), CUDNN_TENSOR_NHWC, as_int(w[0]),
                                                  as_int(w[3]), as_int(w[1]), as_int(w[2])),
                       "cudnnSetFilter4dDescriptor (NHWC)"));
-      return set_convolution(a, win);
+      return set_convolution(win, a.group);
     }
-    KILN_RETURN_IF_ERROR(xd.set(dt, lift_1d(x)));
+    KILN_RETURN_IF_ERROR(set_nchw(dt, x, w, y, win, a.group));
     const Dims yl = lift_1d(y);
-    KILN_RETURN_IF_ERROR(yd.set(dt, yl));
     Dims bias_dims = Dims::of_rank(yl.rank());
     for (int i = 0; i < bias_dims.rank(); ++i) bias_dims[i] = 1;
     bias_dims[1] = y[1];
-    KILN_RETURN_IF_ERROR(bd.set(dt, bias_dims));
+    return bd.set(dt, bias_dims);
+  }
+
+  // A Deconvolution x -> y as the convolution y (*) w -> x whose data gradient it is: xd describes the Deconvolution's
+  // output y, yd its input x.
+  Status set_deconvolution(const DeconvolutionAttrs& a, DataType dt, const Dims& x, const Dims& w, const Dims& y) {
+    KILN_ASSIGN_OR_RETURN(ConvWindow win, deconvolution_window(a, x, w));
+    KILN_RETURN_IF_ERROR(check_deconv_window(win));
+    KILN_RETURN_IF_ERROR(check_counts("deconvolutions", x, w, y));
+    return set_nchw(dt, y, w, x, win, a.group);
+  }
+
+ private:
+  static Status check_counts(const char* what, const Dims& x, const Dims& w, const Dims& y) {
+    for (const Dims* d : {&x, &w, &y})
+      if (d->numel() > kMaxCudnnCount)
+        return unsupported("cuDNN ", what, " here take tensors below 2^31 elements; this one has ", d->numel());
+    return Status::ok();
+  }
+
+  // NCHW descriptors of x, w (NCHW filter) and y, 1-D problems lifted to 2-D, and the convolution.
+  Status set_nchw(DataType dt, const Dims& x, const Dims& w, const Dims& y, const ConvWindow& win, int64_t group) {
+    KILN_RETURN_IF_ERROR(xd.set(dt, lift_1d(x)));
+    KILN_RETURN_IF_ERROR(yd.set(dt, lift_1d(y)));
     const Dims wl = lift_1d(w);
     std::vector<int> wdim(wl.begin(), wl.end());
     KILN_RETURN_IF_ERROR(cuda::check(cudnnSetFilterNdDescriptor(wd.get(), *cuda::cudnn_dtype(dt), CUDNN_TENSOR_NCHW,
                                                                 static_cast<int>(wdim.size()), wdim.data()),
                                      "cudnnSetFilterNdDescriptor"));
-    return set_convolution(a, win);
+    return set_convolution(win, group);
   }
 
-  Status set_convolution(const ConvolutionAttrs& a, const ConvWindow& win) {
+  Status set_convolution(const ConvWindow& win, int64_t group) {
     std::vector<int> pad, stride, dil;
     if (win.rank() == 1) pad.push_back(0), stride.push_back(1), dil.push_back(1);
     for (int i = 0; i < win.rank(); ++i) {
@@ -233,40 +305,133 @@ struct Problem {
         cuda::check(cudnnSetConvolutionNdDescriptor(cd.get(), static_cast<int>(pad.size()), pad.data(), stride.data(),
                                                     dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                     "cudnnSetConvolutionNdDescriptor"));
-    return cuda::check(cudnnSetConvolutionGroupCount(cd.get(), static_cast<int>(a.group)),
+    return cuda::check(cudnnSetConvolutionGroupCount(cd.get(), static_cast<int>(group)),
                        "cudnnSetConvolutionGroupCount");
   }
+};
 
-  // cuDNN's heuristic answers (successful ones only) with the descriptor's math type set to `math`.
-  Result<std::vector<cudnnConvolutionFwdAlgoPerf_t>> query(cudnnHandle_t h, cudnnMathType_t math) {
-    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(cd.get(), math), "cudnnSetConvolutionMathType"));
-    int max = 0;
-    KILN_RETURN_IF_ERROR(cuda::check(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max),
-                                     "cudnnGetConvolutionForwardAlgorithmMaxCount"));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
-    int found = 0;
-    KILN_RETURN_IF_ERROR(
-        cuda::check(cudnnGetConvolutionForwardAlgorithm_v7(h, xd.get(), wd.get(), cd.get(), yd.get(),
-                                                           static_cast<int>(perf.size()), &found, perf.data()),
-                    "cudnnGetConvolutionForwardAlgorithm_v7"));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> out;
-    for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back(perf[i]);
-    return out;
+// What differs between cuDNN's three convolution directions: the algorithm type, its heuristic and workspace calls.
+struct FwdOp {
+  using Algo = cudnnConvolutionFwdAlgo_t;
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static Status max_count(cudnnHandle_t h, int* n) {
+    return cuda::check(cudnnGetConvolutionForwardAlgorithmMaxCount(h, n),
+                       "cudnnGetConvolutionForwardAlgorithmMaxCount");
   }
-
-  // The workspace of a heuristic answer as `prepare` will run it, or nullopt when cuDNN refuses the configuration
-  // (a tactic worth listing only if it can run). Leaves the descriptor's math type at the answer's.
-  std::optional<size_t> workspace_size(cudnnHandle_t h, const cudnnConvolutionFwdAlgoPerf_t& perf, DataType dt) {
-    const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : perf.mathType;
-    size_t bytes = 0;
-    if (cudnnSetConvolutionMathType(cd.get(), math) != CUDNN_STATUS_SUCCESS ||
-        cudnnGetConvolutionForwardWorkspaceSize(h, xd.get(), wd.get(), cd.get(), yd.get(), perf.algo, &bytes) !=
-            CUDNN_STATUS_SUCCESS)
-      return std::nullopt;
-    return bytes;
+  static Status heuristic(cudnnHandle_t h, const Problem& p, int n, int* found, Perf* perf) {
+    return cuda::check(
+        cudnnGetConvolutionForwardAlgorithm_v7(h, p.xd.get(), p.wd.get(), p.cd.get(), p.yd.get(), n, found, perf),
+        "cudnnGetConvolutionForwardAlgorithm_v7");
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Problem& p, Algo algo, size_t* bytes) {
+    return cudnnGetConvolutionForwardWorkspaceSize(h, p.xd.get(), p.wd.get(), p.cd.get(), p.yd.get(), algo, bytes);
   }
 };
+
+// What differs between the two backward ops: the algorithm type, cuDNN's calls, and which tensors are the forward's
+// x, w and y.
+struct BwdDataOp {
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr const char* kName = "cuda.cudnn.convolution_backward_data";
+  static constexpr bool kWritesX = true;
+  static constexpr const char* kOp = "ConvolutionBackwardData";
+  static constexpr Algo kFallback = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  // The forward's x, w and y dims of a call: dx (x's shape), w, dy.
+  static const Dims& x_dims(const OpCall& c) { return c.inputs[2].dims; }
+  static const Dims& w_dims(const OpCall& c) { return c.inputs[1].dims; }
+  static const Dims& y_dims(const OpCall& c) { return c.inputs[0].dims; }
+  static const Tensor& x_of(KernelContext& ctx) { return ctx.dst[0]; }
+  static const Tensor& w_of(KernelContext& ctx) { return ctx.src[1]; }
+  static const Tensor& y_of(KernelContext& ctx) { return ctx.src[0]; }
+  static Tensor& out(KernelContext& ctx) { return ctx.dst[0]; }
+  static Status max_count(cudnnHandle_t h, int* n) {
+    return cuda::check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, n),
+                       "cudnnGetConvolutionBackwardDataAlgorithmMaxCount");
+  }
+  static Status heuristic(cudnnHandle_t h, const Problem& p, int n, int* found, Perf* perf) {
+    return cuda::check(
+        cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.wd.get(), p.yd.get(), p.cd.get(), p.xd.get(), n, found, perf),
+        "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Problem& p, Algo algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.wd.get(), p.yd.get(), p.cd.get(), p.xd.get(), algo, bytes);
+  }
+  // x: dx (or its padded form) written; w and dy read.
+  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, void* x, const void* w,
+                    const void* dy) {
+    const float one = 1.f, zero = 0.f;
+    return cuda::check(cudnnConvolutionBackwardData(h, &one, p.wd.get(), w, p.yd.get(), dy, p.cd.get(), algo, ws,
+                                                    ws_bytes, &zero, p.xd.get(), x),
+                       "cudnnConvolutionBackwardData");
+  }
+};
+
+struct BwdFilterOp {
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr const char* kName = "cuda.cudnn.convolution_backward_filter";
+  static constexpr bool kWritesX = false;
+  static constexpr const char* kOp = "ConvolutionBackwardFilter";
+  static constexpr Algo kFallback = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  // x, dw (w's shape), dy.
+  static const Dims& x_dims(const OpCall& c) { return c.inputs[0].dims; }
+  static const Dims& w_dims(const OpCall& c) { return c.outputs[0].dims; }
+  static const Dims& y_dims(const OpCall& c) { return c.inputs[1].dims; }
+  static const Tensor& x_of(KernelContext& ctx) { return ctx.src[0]; }
+  static const Tensor& w_of(KernelContext& ctx) { return ctx.dst[0]; }
+  static const Tensor& y_of(KernelContext& ctx) { return ctx.src[1]; }
+  static Tensor& out(KernelContext& ctx) { return ctx.dst[0]; }
+  static Status max_count(cudnnHandle_t h, int* n) {
+    return cuda::check(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, n),
+                       "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount");
+  }
+  static Status heuristic(cudnnHandle_t h, const Problem& p, int n, int* found, Perf* perf) {
+    return cuda::check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.xd.get(), p.yd.get(), p.cd.get(), p.wd.get(),
+                                                                     n, found, perf),
+                       "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Problem& p, Algo algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.xd.get(), p.yd.get(), p.cd.get(), p.wd.get(), algo,
+                                                          bytes);
+  }
+  // dw written; x (or its padded form) and dy read.
+  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, const void* x, void* w,
+                    const void* dy) {
+    const float one = 1.f, zero = 0.f;
+    return cuda::check(cudnnConvolutionBackwardFilter(h, &one, p.xd.get(), x, p.yd.get(), dy, p.cd.get(), algo, ws,
+                                                      ws_bytes, &zero, p.wd.get(), w),
+                       "cudnnConvolutionBackwardFilter");
+  }
+};
+
+// What cuDNN runs for a backward problem: the attributes and x dims of its descriptors. With pads that differ at the
+// two ends of an axis, x is padded explicitly (`padded`; `begin` and `end` per spatial axis) and the attributes have
+// no pads.
+struct BwdGeometry {
+  ConvolutionAttrs attrs;
+  Dims x;
+  bool padded = false;
+  std::vector<int64_t> begin, end;
+};
+
+Result<BwdGeometry> bwd_geometry(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
+  KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
+  BwdGeometry g{a, x, false, win.pads_begin, win.pads_end};
+  for (int i = 0; i < win.rank(); ++i) {
+    if (win.pads_begin[i] < 0 || win.pads_end[i] < 0)
+      return unsupported("cuDNN convolution gradients take no negative pads");
+    g.padded = g.padded || win.pads_begin[i] != win.pads_end[i];
+  }
+  if (!g.padded) return g;
+  g.attrs.pads.assign(2 * static_cast<size_t>(win.rank()), 0);
+  g.attrs.auto_pad = AutoPad::kNotSet;
+  for (int i = 0; i < win.rank(); ++i) g.x[2 + i] = x[2 + i] + win.pads_begin[i] + win.pads_end[i];
+  if (g.x.numel() > kMaxCudnnCount)
+    return unsupported("the explicitly padded x ", g.x.to_string(),
+                       " of this convolution gradient has 2^31 elements or more");
+  return g;
+}
 
 // The math types worth asking the heuristic about: float32 only FMA; the halves with and without tensor ops.
 std::vector<cudnnMathType_t> query_math(DataType dt) {
@@ -274,9 +439,78 @@ std::vector<cudnnMathType_t> query_math(DataType dt) {
   return {CUDNN_TENSOR_OP_MATH, CUDNN_DEFAULT_MATH};
 }
 
-// Whether a heuristic answer may run for `dt`: float32 stays exact (no tensor-op math).
-bool allowed(const cudnnConvolutionFwdAlgoPerf_t& p, DataType dt) {
-  return dt != DataType::kFloat32 || math_class(p.mathType) == MathClass::kPlain;
+// The heuristic's successful answers for `math`, float32 answers with tensor-op math left out (float32 stays exact).
+template <class Op>
+Result<std::vector<typename Op::Perf>> query(cudnnHandle_t h, Problem& p, cudnnMathType_t math, DataType dt) {
+  KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(p.cd.get(), math), "cudnnSetConvolutionMathType"));
+  int max = 0;
+  KILN_RETURN_IF_ERROR(Op::max_count(h, &max));
+  std::vector<typename Op::Perf> perf(static_cast<size_t>(std::max(max, 1)));
+  int found = 0;
+  KILN_RETURN_IF_ERROR(Op::heuristic(h, p, static_cast<int>(perf.size()), &found, perf.data()));
+  std::vector<typename Op::Perf> out;
+  for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        (dt != DataType::kFloat32 || math_class(perf[i].mathType) == MathClass::kPlain))
+      out.push_back(perf[i]);
+  return out;
+}
+
+// The workspace of a heuristic answer as the kernel runs it (float32 with FMA math: CUDNN_DEFAULT_MATH would allow
+// TF32 on Ampere and later), or nullopt when cuDNN refuses the configuration (a tactic worth listing only if it can
+// run). Leaves the descriptor's math type at the one it runs with.
+template <class Op>
+std::optional<size_t> algo_workspace(cudnnHandle_t h, Problem& p, const typename Op::Perf& perf, DataType dt) {
+  const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : perf.mathType;
+  size_t bytes = 0;
+  if (cudnnSetConvolutionMathType(p.cd.get(), math) != CUDNN_STATUS_SUCCESS ||
+      Op::workspace(h, p, perf.algo, &bytes) != CUDNN_STATUS_SUCCESS)
+    return std::nullopt;
+  return std::max(bytes, perf.memory);
+}
+
+// Calls f(perf) for every answer the heuristic gives that can run (its workspace known), math types in query_math's
+// order: the tactics of a problem.
+template <class Op, class F>
+void for_each_offered(cudnnHandle_t h, Problem& p, DataType dt, F&& f) {
+  for (cudnnMathType_t m : query_math(dt)) {
+    auto found = query<Op>(h, p, m, dt);
+    if (!found) continue;
+    for (const typename Op::Perf& perf : *found)
+      if (algo_workspace<Op>(h, p, perf, dt)) f(perf);
+  }
+}
+
+// The answer a tactic names (the first that can run for the default tactic), asked as the tactics were listed so
+// that a listed tactic is found again, and its workspace; nullopt when the heuristic no longer offers it. Leaves the
+// descriptor's math type at the answer's.
+template <class Op>
+Result<std::optional<std::pair<typename Op::Perf, size_t>>> choose(cudnnHandle_t h, Problem& p, DataType dt,
+                                                                   const AlgoTactic<typename Op::Algo>& tactic) {
+  for (cudnnMathType_t m : query_math(dt)) {
+    KILN_ASSIGN_OR_RETURN(auto found, query<Op>(h, p, m, dt));
+    for (const typename Op::Perf& perf : found) {
+      if (tactic.algo && (perf.algo != *tactic.algo || math_class(perf.mathType) != tactic.math)) continue;
+      if (const std::optional<size_t> bytes = algo_workspace<Op>(h, p, perf, dt))
+        return std::optional(std::pair(perf, *bytes));
+    }
+  }
+  return std::optional<std::pair<typename Op::Perf, size_t>>();
+}
+
+// The cuDNN handle to list a problem's tactics with: none without a GPU, or for dynamic or empty shapes.
+std::optional<cudnnHandle_t> tactics_handle(const Dims& x, const Dims& w, const Dims& y) {
+  if (!cuda::gpu_available() || !x.is_static() || !w.is_static() || !y.is_static() || y.numel() == 0 ||
+      x.numel() == 0 || w.numel() == 0)
+    return std::nullopt;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  auto h = cuda::cudnn_handle(device);
+  if (!h) return std::nullopt;
+  return *h;
 }
 
 Epilogue epilogue_of(const OpCall& call) {
@@ -288,40 +522,28 @@ Epilogue epilogue_of(const OpCall& call) {
 }
 
 std::vector<std::string> conv_tactics(const OpCall& call) {
-  const Dims& x = call.inputs[0].dims;
-  const Dims& w = call.inputs[1].dims;
-  const Dims& y = call.outputs[0].dims;
-  if (!cuda::gpu_available() || !x.is_static() || !w.is_static() || !y.is_static() || y.numel() == 0 ||
-      x.numel() == 0 || w.numel() == 0)
-    return {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    return {};
-  }
-  auto h = cuda::cudnn_handle(device);
+  const std::optional<cudnnHandle_t> h = tactics_handle(call.inputs[0].dims, call.inputs[1].dims, call.outputs[0].dims);
   if (!h) return {};
   const DataType dt = call.inputs[0].dtype;
   Problem p;
-  if (!p.set(call.attrs_as<ConvolutionAttrs>(), dt, x, w, y).is_ok()) return {};
+  if (!p.set(call.attrs_as<ConvolutionAttrs>(), dt, call.inputs[0].dims, call.inputs[1].dims, call.outputs[0].dims)
+           .is_ok())
+    return {};
   const Epilogue e = epilogue_of(call);
   std::vector<std::string> out;
   auto add = [&](std::string t) {
     if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
   };
-  for (cudnnMathType_t m : query_math(dt)) {
-    auto found = p.query(*h, m);
-    if (!found) continue;
-    for (const cudnnConvolutionFwdAlgoPerf_t& perf : *found) {
-      if (!allowed(perf, dt) || !p.workspace_size(*h, perf, dt)) continue;
-      ConvTactic t{perf.algo, math_class(perf.mathType), false};
+  for_each_offered<FwdOp>(*h, p, dt, [&](const cudnnConvolutionFwdAlgoPerf_t& perf) {
+    ConvTactic t;
+    t.algo = perf.algo;
+    t.math = math_class(perf.mathType);
+    add(t.to_string());
+    if (fusable(e, dt, perf.algo)) {
+      t.fused = true;
       add(t.to_string());
-      if (fusable(e, dt, perf.algo)) {
-        t.fused = true;
-        add(t.to_string());
-      }
     }
-  }
+  });
   return out;
 }
 
@@ -399,18 +621,7 @@ class CudnnConvolution final : public Kernel {
     ready_ = false;
     const DataType dt = x.dtype();
     KILN_RETURN_IF_ERROR(p_.set(a, dt, x.dims(), w.dims(), y.dims()));
-    std::optional<cudnnConvolutionFwdAlgoPerf_t> chosen;
-    // The same questions `conv_tactics` asked, so that a tactic it listed is found again.
-    for (cudnnMathType_t m : query_math(dt)) {
-      KILN_ASSIGN_OR_RETURN(auto found, p_.query(h, m));
-      for (const cudnnConvolutionFwdAlgoPerf_t& perf : found) {
-        if (!allowed(perf, dt)) continue;
-        if (tactic_.algo && (perf.algo != *tactic_.algo || math_class(perf.mathType) != tactic_.math)) continue;
-        chosen = perf;
-        break;
-      }
-      if (chosen) break;
-    }
+    KILN_ASSIGN_OR_RETURN(auto chosen, choose<FwdOp>(h, p_, dt, tactic_));
     if (!chosen) {
       if (tactic_.algo)
         return unsupported("cuDNN does not offer the convolution algorithm '", tactic_.to_string(), "' for x ",
@@ -419,15 +630,9 @@ class CudnnConvolution final : public Kernel {
       return unsupported("cuDNN offers no convolution algorithm for x ", x.dims().to_string(), ", w ",
                          w.dims().to_string(), " (", dtype_name(dt), ")");
     }
-    algo_ = chosen->algo;
-    // float32 runs with FMA math whatever the answer says (CUDNN_DEFAULT_MATH would allow TF32 on Ampere and later).
-    math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->mathType;
-    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(p_.cd.get(), math_), "cudnnSetConvolutionMathType"));
-    size_t bytes = 0;
-    KILN_RETURN_IF_ERROR(cuda::check(
-        cudnnGetConvolutionForwardWorkspaceSize(h, p_.xd.get(), p_.wd.get(), p_.cd.get(), p_.yd.get(), algo_, &bytes),
-        "cudnnGetConvolutionForwardWorkspaceSize"));
-    workspace_bytes_ = std::max(bytes, chosen->memory);
+    algo_ = chosen->first.algo;
+    math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->first.mathType;  // choose left the descriptor at it
+    workspace_bytes_ = chosen->second;
     if (tactic_.fused) {
       const FusedActivation& act = a.fused;
       const Epilogue e{true, false, act};
@@ -505,150 +710,22 @@ Result<std::unique_ptr<Kernel>> create_conv(const OpCall& call) {
 
 constexpr const char* kDeconvName = "cuda.cudnn.deconvolution";
 
-struct BwdAlgoName {
-  cudnnConvolutionBwdDataAlgo_t algo;
-  const char* name;
-};
-
-constexpr std::array<BwdAlgoName, 6> kBwdAlgos = {{
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, "algo_0"},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, "algo_1"},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, "fft"},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING, "fft_tiling"},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, "winograd"},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
-}};
-
-struct DeconvTactic {
-  std::optional<cudnnConvolutionBwdDataAlgo_t> algo;  // none: the heuristic's first choice
-  MathClass math = MathClass::kPlain;
-
-  std::string to_string() const {
-    if (!algo) return "";
-    std::string s;
-    for (const BwdAlgoName& a : kBwdAlgos)
-      if (a.algo == *algo) s = a.name;
-    if (math == MathClass::kTensorOp) s += "+tensor_op";
-    if (math == MathClass::kTensorOpConversion) s += "+tensor_op_conversion";
-    return s;
-  }
-};
-
-std::optional<DeconvTactic> parse_deconv_tactic(const std::string& t) {
-  DeconvTactic out;
-  if (t.empty()) return out;
-  const size_t plus = t.find('+');
-  const std::string algo = t.substr(0, plus);
-  for (const BwdAlgoName& a : kBwdAlgos)
-    if (algo == a.name) out.algo = a.algo;
-  if (!out.algo) return std::nullopt;
-  if (plus == std::string::npos) return out;
-  const std::string math = t.substr(plus + 1);
-  if (math == "tensor_op")
-    out.math = MathClass::kTensorOp;
-  else if (math == "tensor_op_conversion")
-    out.math = MathClass::kTensorOpConversion;
-  else
-    return std::nullopt;
-  return out;
-}
-
-// cuDNN takes one pad per axis: the begin pad, with the end pad at most that much smaller than it (output_padding
-// or output_shape adding up to stride - 1 positions at the end), never negative.
-Status check_deconv_window(const ConvWindow& w) {
-  for (int i = 0; i < w.rank(); ++i) {
-    const int64_t extra = w.pads_begin[i] - w.pads_end[i];
-    if (w.pads_begin[i] < 0 || extra < 0 || extra >= w.strides[i])
-      return unsupported(
-          "cuDNN's deconvolution needs equal begin and end pads (up to stride - 1 extra output at the "
-          "end) and no negative pad; axis ",
-          i, " has ", w.pads_begin[i], " and ", w.pads_end[i]);
-  }
-  return Status::ok();
-}
-
-struct DeconvProblem {
-  cuda::TensorDescriptor xd, yd;  // the Deconvolution's input (cuDNN's dy) and output (cuDNN's dx)
-  FilterDescriptor wd;
-  ConvDescriptor cd;
-
-  Status set(const DeconvolutionAttrs& a, DataType dt, const Dims& x, const Dims& w, const Dims& y) {
-    KILN_ASSIGN_OR_RETURN(ConvWindow win, deconvolution_window(a, x, w));
-    KILN_RETURN_IF_ERROR(check_deconv_window(win));
-    for (const Dims* d : {&x, &w, &y})
-      if (d->numel() > kMaxCudnnCount)
-        return unsupported("cuDNN deconvolutions here take tensors below 2^31 elements; this one has ", d->numel());
-    KILN_RETURN_IF_ERROR(xd.set(dt, lift_1d(x)));
-    KILN_RETURN_IF_ERROR(yd.set(dt, lift_1d(y)));
-    const Dims wl = lift_1d(w);
-    std::vector<int> wdim(wl.begin(), wl.end());
-    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetFilterNdDescriptor(wd.get(), *cuda::cudnn_dtype(dt), CUDNN_TENSOR_NCHW,
-                                                                static_cast<int>(wdim.size()), wdim.data()),
-                                     "cudnnSetFilterNdDescriptor"));
-    std::vector<int> pad, stride, dil;
-    if (win.rank() == 1) pad.push_back(0), stride.push_back(1), dil.push_back(1);
-    for (int i = 0; i < win.rank(); ++i) {
-      pad.push_back(static_cast<int>(win.pads_begin[i]));
-      stride.push_back(static_cast<int>(win.strides[i]));
-      dil.push_back(static_cast<int>(win.dilations[i]));
-    }
-    KILN_RETURN_IF_ERROR(
-        cuda::check(cudnnSetConvolutionNdDescriptor(cd.get(), static_cast<int>(pad.size()), pad.data(), stride.data(),
-                                                    dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-                    "cudnnSetConvolutionNdDescriptor"));
-    return cuda::check(cudnnSetConvolutionGroupCount(cd.get(), static_cast<int>(a.group)),
-                       "cudnnSetConvolutionGroupCount");
-  }
-
-  Result<std::vector<cudnnConvolutionBwdDataAlgoPerf_t>> query(cudnnHandle_t h, cudnnMathType_t math) {
-    KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(cd.get(), math), "cudnnSetConvolutionMathType"));
-    int max = 0;
-    KILN_RETURN_IF_ERROR(cuda::check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max),
-                                     "cudnnGetConvolutionBackwardDataAlgorithmMaxCount"));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
-    int found = 0;
-    KILN_RETURN_IF_ERROR(
-        cuda::check(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wd.get(), xd.get(), cd.get(), yd.get(),
-                                                                static_cast<int>(perf.size()), &found, perf.data()),
-                    "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> out;
-    for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS) out.push_back(perf[i]);
-    return out;
-  }
-};
-
-bool allowed_bwd(const cudnnConvolutionBwdDataAlgoPerf_t& p, DataType dt) {
-  return dt != DataType::kFloat32 || math_class(p.mathType) == MathClass::kPlain;
-}
+using DeconvTactic = AlgoTactic<cudnnConvolutionBwdDataAlgo_t>;
 
 std::vector<std::string> deconv_tactics(const OpCall& call) {
-  const Dims& x = call.inputs[0].dims;
-  const Dims& w = call.inputs[1].dims;
-  const Dims& y = call.outputs[0].dims;
-  if (!cuda::gpu_available() || !x.is_static() || !w.is_static() || !y.is_static() || y.numel() == 0 ||
-      x.numel() == 0 || w.numel() == 0)
-    return {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    return {};
-  }
-  auto h = cuda::cudnn_handle(device);
+  const std::optional<cudnnHandle_t> h = tactics_handle(call.inputs[0].dims, call.inputs[1].dims, call.outputs[0].dims);
   if (!h) return {};
   const DataType dt = call.inputs[0].dtype;
-  DeconvProblem p;
-  if (!p.set(call.attrs_as<DeconvolutionAttrs>(), dt, x, w, y).is_ok()) return {};
+  Problem p;
+  if (!p.set_deconvolution(call.attrs_as<DeconvolutionAttrs>(), dt, call.inputs[0].dims, call.inputs[1].dims,
+                           call.outputs[0].dims)
+           .is_ok())
+    return {};
   std::vector<std::string> out;
-  for (cudnnMathType_t m : query_math(dt)) {
-    auto found = p.query(*h, m);
-    if (!found) continue;
-    for (const cudnnConvolutionBwdDataAlgoPerf_t& perf : *found) {
-      if (!allowed_bwd(perf, dt)) continue;
-      std::string t = DeconvTactic{perf.algo, math_class(perf.mathType)}.to_string();
-      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
-    }
-  }
+  for_each_offered<BwdDataOp>(*h, p, dt, [&](const cudnnConvolutionBwdDataAlgoPerf_t& perf) {
+    std::string t = DeconvTactic{perf.algo, math_class(perf.mathType)}.to_string();
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+  });
   return out;
 }
 
@@ -674,14 +751,10 @@ class CudnnDeconvolution final : public Kernel {
       KILN_RETURN_IF_ERROR(prepare(ctx.attrs<DeconvolutionAttrs>(), x, w, y, h));
     KILN_ASSIGN_OR_RETURN(void* workspace,
                           workspace_.get(ctx.allocator, workspace_bytes_, "cuDNN deconvolution workspace", stream));
-    const float one = 1.f, zero = 0.f;
     if (x.numel() == 0) {  // nothing scatters: the output is the bias alone
       KILN_RETURN_IF_ERROR(cuda::check(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream), "cudaMemsetAsync"));
     } else {
-      KILN_RETURN_IF_ERROR(
-          cuda::check(cudnnConvolutionBackwardData(h, &one, p_.wd.get(), w.raw(), p_.xd.get(), x.raw(), p_.cd.get(),
-                                                   algo_, workspace, workspace_bytes_, &zero, p_.yd.get(), y.raw()),
-                      "cudnnConvolutionBackwardData"));
+      KILN_RETURN_IF_ERROR(BwdDataOp::run(h, p_, algo_, workspace, workspace_bytes_, y.raw(), w.raw(), x.raw()));
     }
     const bool bias = ctx.src.size() > 2 && ctx.src[2].defined();
     if (!bias) return Status::ok();
@@ -698,30 +771,15 @@ class CudnnDeconvolution final : public Kernel {
       algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
       workspace_bytes_ = 0;
     } else {
-      KILN_RETURN_IF_ERROR(p_.set(a, dt, x.dims(), w.dims(), y.dims()));
-      std::optional<cudnnConvolutionBwdDataAlgoPerf_t> chosen;
-      for (cudnnMathType_t m : query_math(dt)) {
-        KILN_ASSIGN_OR_RETURN(auto found, p_.query(h, m));
-        for (const cudnnConvolutionBwdDataAlgoPerf_t& perf : found) {
-          if (!allowed_bwd(perf, dt)) continue;
-          if (tactic_.algo && (perf.algo != *tactic_.algo || math_class(perf.mathType) != tactic_.math)) continue;
-          chosen = perf;
-          break;
-        }
-        if (chosen) break;
-      }
+      KILN_RETURN_IF_ERROR(p_.set_deconvolution(a, dt, x.dims(), w.dims(), y.dims()));
+      KILN_ASSIGN_OR_RETURN(auto chosen, choose<BwdDataOp>(h, p_, dt, tactic_));
       if (!chosen)
         return unsupported("cuDNN does not offer the deconvolution algorithm '",
                            tactic_.algo ? tactic_.to_string() : "(any)", "' for x ", x.dims().to_string(), ", w ",
                            w.dims().to_string(), " (", dtype_name(dt), "); rebuild the engine");
-      algo_ = chosen->algo;
-      math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->mathType;
-      KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(p_.cd.get(), math_), "cudnnSetConvolutionMathType"));
-      size_t bytes = 0;
-      KILN_RETURN_IF_ERROR(cuda::check(cudnnGetConvolutionBackwardDataWorkspaceSize(
-                                           h, p_.wd.get(), p_.xd.get(), p_.cd.get(), p_.yd.get(), algo_, &bytes),
-                                       "cudnnGetConvolutionBackwardDataWorkspaceSize"));
-      workspace_bytes_ = std::max(bytes, chosen->memory);
+      algo_ = chosen->first.algo;
+      math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->first.mathType;
+      workspace_bytes_ = chosen->second;
     }
     x_dims_ = x.dims();
     w_dims_ = w.dims();
@@ -733,7 +791,7 @@ class CudnnDeconvolution final : public Kernel {
   DeconvTactic tactic_;
   bool ready_ = false;
   Dims x_dims_, w_dims_, y_dims_;
-  DeconvProblem p_;
+  Problem p_;  // the convolution from the Deconvolution's output to its input
   cudnnConvolutionBwdDataAlgo_t algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
   size_t workspace_bytes_ = 0;
@@ -760,7 +818,7 @@ Status deconv_supports(const OpCall& call) {
 }
 
 Result<std::unique_ptr<Kernel>> create_deconv(const OpCall& call) {
-  const std::optional<DeconvTactic> tactic = parse_deconv_tactic(call.tactic);
+  const std::optional<DeconvTactic> tactic = DeconvTactic::parse(call.tactic);
   if (!tactic)
     return invalid_argument(kDeconvName, " has no tactic '", call.tactic,
                             "' (a backward-data algorithm such as algo_1, then +tensor_op)");
@@ -778,205 +836,15 @@ Result<std::unique_ptr<Kernel>> create_deconv(const OpCall& call) {
 // axis (which cuDNN cannot express) run on an explicitly zero-padded x with no pads: the filter gradient pads x into
 // a scratch buffer first, the data gradient computes the padded dx and crops it.
 
-struct BwdFilterAlgoName {
-  cudnnConvolutionBwdFilterAlgo_t algo;
-  const char* name;
-};
-
-constexpr std::array<BwdFilterAlgoName, 6> kBwdFilterAlgos = {{
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, "algo_0"},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, "algo_1"},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, "fft"},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, "algo_3"},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED, "winograd_nonfused"},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING, "fft_tiling"},
-}};
-
-// What differs between the two backward ops: the algorithm type, its names, cuDNN's calls, and which tensors are
-// the forward's x, w and y.
-struct BwdDataOp {
-  using Algo = cudnnConvolutionBwdDataAlgo_t;
-  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
-  static constexpr const char* kName = "cuda.cudnn.convolution_backward_data";
-  static constexpr bool kWritesX = true;
-  static constexpr const char* kOp = "ConvolutionBackwardData";
-  static constexpr Algo kFallback = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-  static constexpr const auto& algos() { return kBwdAlgos; }
-  // The forward's x, w and y dims of a call: dx (x's shape), w, dy.
-  static const Dims& x_dims(const OpCall& c) { return c.inputs[2].dims; }
-  static const Dims& w_dims(const OpCall& c) { return c.inputs[1].dims; }
-  static const Dims& y_dims(const OpCall& c) { return c.inputs[0].dims; }
-  static const Tensor& x_of(KernelContext& ctx) { return ctx.dst[0]; }
-  static const Tensor& w_of(KernelContext& ctx) { return ctx.src[1]; }
-  static const Tensor& y_of(KernelContext& ctx) { return ctx.src[0]; }
-  static Tensor& out(KernelContext& ctx) { return ctx.dst[0]; }
-  static Status max_count(cudnnHandle_t h, int* n) {
-    return cuda::check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, n),
-                       "cudnnGetConvolutionBackwardDataAlgorithmMaxCount");
-  }
-  static Status heuristic(cudnnHandle_t h, const Problem& p, int n, int* found, Perf* perf) {
-    return cuda::check(
-        cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.wd.get(), p.yd.get(), p.cd.get(), p.xd.get(), n, found, perf),
-        "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  }
-  static cudnnStatus_t workspace(cudnnHandle_t h, const Problem& p, Algo algo, size_t* bytes) {
-    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.wd.get(), p.yd.get(), p.cd.get(), p.xd.get(), algo, bytes);
-  }
-  // x: dx (or its padded form) written; w and dy read.
-  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, void* x, const void* w,
-                    const void* dy) {
-    const float one = 1.f, zero = 0.f;
-    return cuda::check(cudnnConvolutionBackwardData(h, &one, p.wd.get(), w, p.yd.get(), dy, p.cd.get(), algo, ws,
-                                                    ws_bytes, &zero, p.xd.get(), x),
-                       "cudnnConvolutionBackwardData");
-  }
-};
-
-struct BwdFilterOp {
-  using Algo = cudnnConvolutionBwdFilterAlgo_t;
-  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
-  static constexpr const char* kName = "cuda.cudnn.convolution_backward_filter";
-  static constexpr bool kWritesX = false;
-  static constexpr const char* kOp = "ConvolutionBackwardFilter";
-  static constexpr Algo kFallback = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
-  static constexpr const auto& algos() { return kBwdFilterAlgos; }
-  // x, dw (w's shape), dy.
-  static const Dims& x_dims(const OpCall& c) { return c.inputs[0].dims; }
-  static const Dims& w_dims(const OpCall& c) { return c.outputs[0].dims; }
-  static const Dims& y_dims(const OpCall& c) { return c.inputs[1].dims; }
-  static const Tensor& x_of(KernelContext& ctx) { return ctx.src[0]; }
-  static const Tensor& w_of(KernelContext& ctx) { return ctx.dst[0]; }
-  static const Tensor& y_of(KernelContext& ctx) { return ctx.src[1]; }
-  static Tensor& out(KernelContext& ctx) { return ctx.dst[0]; }
-  static Status max_count(cudnnHandle_t h, int* n) {
-    return cuda::check(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, n),
-                       "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount");
-  }
-  static Status heuristic(cudnnHandle_t h, const Problem& p, int n, int* found, Perf* perf) {
-    return cuda::check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.xd.get(), p.yd.get(), p.cd.get(), p.wd.get(),
-                                                                     n, found, perf),
-                       "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  }
-  static cudnnStatus_t workspace(cudnnHandle_t h, const Problem& p, Algo algo, size_t* bytes) {
-    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.xd.get(), p.yd.get(), p.cd.get(), p.wd.get(), algo,
-                                                          bytes);
-  }
-  // dw written; x (or its padded form) and dy read.
-  static Status run(cudnnHandle_t h, const Problem& p, Algo algo, void* ws, size_t ws_bytes, const void* x, void* w,
-                    const void* dy) {
-    const float one = 1.f, zero = 0.f;
-    return cuda::check(cudnnConvolutionBackwardFilter(h, &one, p.xd.get(), x, p.yd.get(), dy, p.cd.get(), algo, ws,
-                                                      ws_bytes, &zero, p.wd.get(), w),
-                       "cudnnConvolutionBackwardFilter");
-  }
-};
-
-// What cuDNN runs for a backward problem: the attributes and x dims of its descriptors. With pads that differ at the
-// two ends of an axis, x is padded explicitly (`padded`; `begin` and `end` per spatial axis) and the attributes have
-// no pads.
-struct BwdGeometry {
-  ConvolutionAttrs attrs;
-  Dims x;
-  bool padded = false;
-  std::vector<int64_t> begin, end;
-};
-
-Result<BwdGeometry> bwd_geometry(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
-  KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
-  BwdGeometry g{a, x, false, win.pads_begin, win.pads_end};
-  for (int i = 0; i < win.rank(); ++i) {
-    if (win.pads_begin[i] < 0 || win.pads_end[i] < 0)
-      return unsupported("cuDNN convolution gradients take no negative pads");
-    g.padded = g.padded || win.pads_begin[i] != win.pads_end[i];
-  }
-  if (!g.padded) return g;
-  g.attrs.pads.assign(2 * static_cast<size_t>(win.rank()), 0);
-  g.attrs.auto_pad = AutoPad::kNotSet;
-  for (int i = 0; i < win.rank(); ++i) g.x[2 + i] = x[2 + i] + win.pads_begin[i] + win.pads_end[i];
-  if (g.x.numel() > kMaxCudnnCount)
-    return unsupported("the explicitly padded x ", g.x.to_string(),
-                       " of this convolution gradient has 2^31 elements or more");
-  return g;
-}
-
 template <class Op>
-struct BwdTactic {
-  std::optional<typename Op::Algo> algo;  // none: the heuristic's first choice
-  MathClass math = MathClass::kPlain;
-
-  std::string to_string() const {
-    if (!algo) return "";
-    std::string s;
-    for (const auto& a : Op::algos())
-      if (a.algo == *algo) s = a.name;
-    if (math == MathClass::kTensorOp) s += "+tensor_op";
-    if (math == MathClass::kTensorOpConversion) s += "+tensor_op_conversion";
-    return s;
-  }
-
-  static std::optional<BwdTactic> parse(const std::string& t) {
-    BwdTactic out;
-    if (t.empty()) return out;
-    const size_t plus = t.find('+');
-    const std::string algo = t.substr(0, plus);
-    for (const auto& a : Op::algos())
-      if (algo == a.name) out.algo = a.algo;
-    if (!out.algo) return std::nullopt;
-    if (plus == std::string::npos) return out;
-    const std::string math = t.substr(plus + 1);
-    if (math == "tensor_op")
-      out.math = MathClass::kTensorOp;
-    else if (math == "tensor_op_conversion")
-      out.math = MathClass::kTensorOpConversion;
-    else
-      return std::nullopt;
-    return out;
-  }
-};
-
-// The heuristic's successful answers for `math`, float32 answers with tensor-op math left out.
-template <class Op>
-Result<std::vector<typename Op::Perf>> query_bwd(cudnnHandle_t h, Problem& p, cudnnMathType_t math, DataType dt) {
-  KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(p.cd.get(), math), "cudnnSetConvolutionMathType"));
-  int max = 0;
-  KILN_RETURN_IF_ERROR(Op::max_count(h, &max));
-  std::vector<typename Op::Perf> perf(static_cast<size_t>(std::max(max, 1)));
-  int found = 0;
-  KILN_RETURN_IF_ERROR(Op::heuristic(h, p, static_cast<int>(perf.size()), &found, perf.data()));
-  std::vector<typename Op::Perf> out;
-  for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-        (dt != DataType::kFloat32 || math_class(perf[i].mathType) == MathClass::kPlain))
-      out.push_back(perf[i]);
-  return out;
-}
-
-// The workspace of a heuristic answer as the kernel runs it (float32 with FMA math), or nullopt when cuDNN refuses
-// the configuration. Leaves the descriptor's math type at the one it runs with.
-template <class Op>
-std::optional<size_t> bwd_workspace(cudnnHandle_t h, Problem& p, const typename Op::Perf& perf, DataType dt) {
-  const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : perf.mathType;
-  size_t bytes = 0;
-  if (cudnnSetConvolutionMathType(p.cd.get(), math) != CUDNN_STATUS_SUCCESS ||
-      Op::workspace(h, p, perf.algo, &bytes) != CUDNN_STATUS_SUCCESS)
-    return std::nullopt;
-  return std::max(bytes, perf.memory);
-}
+using BwdTactic = AlgoTactic<typename Op::Algo>;
 
 template <class Op>
 std::vector<std::string> bwd_tactics(const OpCall& call) {
   const Dims& x = Op::x_dims(call);
   const Dims& w = Op::w_dims(call);
   const Dims& y = Op::y_dims(call);
-  if (!cuda::gpu_available() || !x.is_static() || !w.is_static() || !y.is_static() || x.numel() == 0 ||
-      w.numel() == 0 || y.numel() == 0)
-    return {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    return {};
-  }
-  auto h = cuda::cudnn_handle(device);
+  const std::optional<cudnnHandle_t> h = tactics_handle(x, w, y);
   if (!h) return {};
   const DataType dt = call.inputs[0].dtype;
   auto g = bwd_geometry(call.attrs_as<ConvolutionAttrs>(), x, w);
@@ -984,15 +852,10 @@ std::vector<std::string> bwd_tactics(const OpCall& call) {
   Problem p;
   if (!p.set(g->attrs, dt, g->x, w, y).is_ok()) return {};
   std::vector<std::string> out;
-  for (cudnnMathType_t m : query_math(dt)) {
-    auto found = query_bwd<Op>(*h, p, m, dt);
-    if (!found) continue;
-    for (const typename Op::Perf& perf : *found) {
-      if (!bwd_workspace<Op>(*h, p, perf, dt)) continue;
-      std::string t = BwdTactic<Op>{perf.algo, math_class(perf.mathType)}.to_string();
-      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
-    }
-  }
+  for_each_offered<Op>(*h, p, dt, [&](const typename Op::Perf& perf) {
+    std::string t = BwdTactic<Op>{perf.algo, math_class(perf.mathType)}.to_string();
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+  });
   return out;
 }
 
@@ -1050,29 +913,15 @@ class CudnnConvolutionBackward final : public Kernel {
     KILN_ASSIGN_OR_RETURN(g_, bwd_geometry(a, x.dims(), w.dims()));
     padded_bytes_ = g_.padded ? static_cast<size_t>(g_.x.numel()) * dtype_size(dt) : 0;
     KILN_RETURN_IF_ERROR(p_.set(g_.attrs, dt, g_.x, w.dims(), y.dims()));
-    std::optional<typename Op::Perf> chosen;
-    std::optional<size_t> bytes;
-    // The questions `bwd_tactics` asked, so that a tactic it listed is found again.
-    for (cudnnMathType_t m : query_math(dt)) {
-      KILN_ASSIGN_OR_RETURN(auto found, query_bwd<Op>(h, p_, m, dt));
-      for (const typename Op::Perf& perf : found) {
-        if (tactic_.algo && (perf.algo != *tactic_.algo || math_class(perf.mathType) != tactic_.math)) continue;
-        bytes = bwd_workspace<Op>(h, p_, perf, dt);
-        if (!bytes) continue;
-        chosen = perf;
-        break;
-      }
-      if (chosen) break;
-    }
+    KILN_ASSIGN_OR_RETURN(auto chosen, choose<Op>(h, p_, dt, tactic_));
     if (!chosen)
       return unsupported("cuDNN does not offer the ", Op::kOp, " algorithm '",
                          tactic_.algo ? tactic_.to_string() : "(any)", "' for x ", x.dims().to_string(), ", w ",
                          w.dims().to_string(), ", dy ", y.dims().to_string(), " (", dtype_name(dt),
                          "); rebuild the engine so that another tactic is chosen");
-    algo_ = chosen->algo;
-    math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->mathType;
-    // bwd_workspace left the descriptor at math_.
-    workspace_bytes_ = *bytes;
+    algo_ = chosen->first.algo;
+    math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->first.mathType;  // choose left the descriptor at it
+    workspace_bytes_ = chosen->second;
     x_dims_ = x.dims();
     w_dims_ = w.dims();
     y_dims_ = y.dims();

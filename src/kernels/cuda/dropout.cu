@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/types.cuh"
 #include "kernels/ref/dropout.h"
 #include "ops/dropout/dropout.h"
@@ -40,16 +41,6 @@ __global__ void dropout_backward_kernel(const T* dy, const uint8_t* mask, T* dx,
     dx[i] = cuda::from_float<T>(mask[i] != 0 ? cuda::to_float(dy[i]) * scale : 0.f);
 }
 
-template <class F>
-Status dispatch(DataType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DataType::kFloat32: return f(cuda::Type<float>{});
-    case DataType::kFloat16: return f(cuda::Type<__half>{});
-    case DataType::kBFloat16: return f(cuda::Type<__nv_bfloat16>{});
-    default: return unsupported(op, " on ", dtype_name(dt));
-  }
-}
-
 Result<Step> step_of(const KernelContext& ctx) {
   Step s;
   if (ctx.src.size() < 2 || !ctx.src[1].defined()) return s;
@@ -75,7 +66,7 @@ Status run_dropout(KernelContext& ctx) {
   const uint32_t threshold = a.training ? ref::dropout_threshold(a.ratio) : 0;
   const float scale = a.training ? 1.f / (1.f - a.ratio) : 1.f;
   uint8_t* mask = static_cast<uint8_t*>(ctx.dst[1].raw());
-  return dispatch(x.dtype(), "Dropout", [&](auto tag) {
+  return cuda::dispatch_float_status(x.dtype(), "Dropout", [&](auto tag) {
     using T = cuda::type_of<decltype(tag)>;
     dropout_kernel<T><<<cuda::grid_for(n), 256, 0, cuda::native(ctx.stream)>>>(x.data<T>(), ctx.dst[0].data<T>(), mask,
                                                                                n, a.seed, step, threshold, scale);
@@ -93,7 +84,7 @@ Status run_dropout_backward(KernelContext& ctx) {
                             dy.dims().to_string());
   const float scale = a.training ? 1.f / (1.f - a.ratio) : 1.f;
   const uint8_t* mask = static_cast<const uint8_t*>(ctx.src[1].raw());
-  return dispatch(dy.dtype(), "DropoutBackward", [&](auto tag) {
+  return cuda::dispatch_float_status(dy.dtype(), "DropoutBackward", [&](auto tag) {
     using T = cuda::type_of<decltype(tag)>;
     dropout_backward_kernel<T>
         <<<cuda::grid_for(n), 256, 0, cuda::native(ctx.stream)>>>(dy.data<T>(), mask, ctx.dst[0].data<T>(), n, scale);

@@ -13,6 +13,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/types.cuh"
 #include "ops/loss/loss.h"
 
@@ -185,16 +186,6 @@ unsigned warp_blocks(int64_t items) {
   return static_cast<unsigned>(std::clamp<int64_t>((items + kWarps - 1) / kWarps, 1, int64_t{1} << 20));
 }
 
-template <class F>
-Status dispatch(DataType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DataType::kFloat32: return f(cuda::Type<float>{});
-    case DataType::kFloat16: return f(cuda::Type<__half>{});
-    case DataType::kBFloat16: return f(cuda::Type<__nv_bfloat16>{});
-    default: return unsupported(op, " on ", dtype_name(dt));
-  }
-}
-
 template <class A>
 Params params_of(const KernelContext& ctx, const Tensor& x, const Tensor& target) {
   const auto& a = ctx.attrs<A>();
@@ -232,7 +223,7 @@ class CrossEntropy final : public Kernel {
     KILN_ASSIGN_OR_RETURN(void* scratch, scratch_.get(ctx.allocator, scratch_bytes_, "CrossEntropyLoss items", stream));
     float* loss = static_cast<float*>(scratch);
     float* weight = loss + std::max<int64_t>(items, 1);
-    return dispatch(x.dtype(), p.nll ? "NLLLoss" : "CrossEntropyLoss", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(x.dtype(), p.nll ? "NLLLoss" : "CrossEntropyLoss", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       const T* wp = w ? w->data<T>() : nullptr;
       if (items > 0) {
@@ -297,12 +288,13 @@ class CrossEntropyBackward final : public Kernel {
       reduce_items<float><<<1, kReduceThreads, 0, stream>>>(nullptr, weight, items, p.reduction, nullptr, denom);
       KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "cross entropy denominator launch"));
     }
-    return dispatch(x.dtype(), p.nll ? "NLLLossBackward" : "CrossEntropyLossBackward", [&](auto tag) -> Status {
-      using T = cuda::type_of<decltype(tag)>;
-      cross_entropy_backward_items<T><<<warp_blocks(items), kThreads, 0, stream>>>(
-          p, ctx.src[0].data<T>(), x.data<T>(), w ? w->data<T>() : nullptr, denom, dx.data<T>());
-      return cuda::check(cudaGetLastError(), "cross entropy backward kernel launch");
-    });
+    return cuda::dispatch_float_status(
+        x.dtype(), p.nll ? "NLLLossBackward" : "CrossEntropyLossBackward", [&](auto tag) -> Status {
+          using T = cuda::type_of<decltype(tag)>;
+          cross_entropy_backward_items<T><<<warp_blocks(items), kThreads, 0, stream>>>(
+              p, ctx.src[0].data<T>(), x.data<T>(), w ? w->data<T>() : nullptr, denom, dx.data<T>());
+          return cuda::check(cudaGetLastError(), "cross entropy backward kernel launch");
+        });
   }
 
  private:

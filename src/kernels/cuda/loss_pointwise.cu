@@ -10,6 +10,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/types.cuh"
 #include "ops/loss/loss.h"
 
@@ -116,16 +117,6 @@ __global__ void pointwise_loss_backward(Params p, const T* dy, Inputs<T> in, int
   }
 }
 
-template <class F>
-Status dispatch(DataType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DataType::kFloat32: return f(cuda::Type<float>{});
-    case DataType::kFloat16: return f(cuda::Type<__half>{});
-    case DataType::kBFloat16: return f(cuda::Type<__nv_bfloat16>{});
-    default: return unsupported(op, " on ", dtype_name(dt));
-  }
-}
-
 // The inputs from `off` (x, t, weight?, pos_weight?) and the params of a call.
 template <class T>
 Inputs<T> inputs_of(const KernelContext& ctx, int off, Params& p) {
@@ -205,7 +196,7 @@ class PointwiseLoss final : public Kernel {
                             scratch_.get(ctx.allocator, kMaxPartials * sizeof(float), "loss partial sums", stream));
       partial = static_cast<float*>(scratch);
     }
-    return dispatch(ctx.src[0].dtype(), "loss", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(ctx.src[0].dtype(), "loss", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       const Inputs<T> in = inputs_of<T>(ctx, 0, p);
       pointwise_loss<T><<<blocks, kThreads, 0, stream>>>(p, in, n, out.data<T>(), partial);
@@ -228,7 +219,7 @@ Status run_backward(KernelContext& ctx, Kind kind) {
   if (ctx.src[2].numel() != n)
     return invalid_argument("loss target ", ctx.src[2].dims().to_string(), " does not have the input's shape ",
                             ctx.src[1].dims().to_string());
-  return dispatch(ctx.src[1].dtype(), "loss backward", [&](auto tag) -> Status {
+  return cuda::dispatch_float_status(ctx.src[1].dtype(), "loss backward", [&](auto tag) -> Status {
     using T = cuda::type_of<decltype(tag)>;
     const Inputs<T> in = inputs_of<T>(ctx, 1, p);
     pointwise_loss_backward<T>

@@ -18,6 +18,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/types.cuh"
 #include "ops/normalization/normalization.h"
 #include "ops/normalization/normalization_train.h"
@@ -226,42 +227,56 @@ __global__ void batch_norm_backward_apply(Channels v, const T* dy, const T* x, c
   }
 }
 
+// The backward of one normalized row of d elements (LayerNormalization's normalized dims, an InstanceNormalization
+// plane), with block-wide sums: xhat = (x - mean) inv_std, g = dy f(j), dx = out_scale inv_std (g - mean(g) - xhat
+// mean(g xhat)). Every thread gets the row's statistics and sums.
+struct RowBackward {
+  float mean, inv_std, sum_g, sum_gx;
+};
+
+template <class T, class F>
+__device__ RowBackward row_backward(const T* xr, const T* gr, T* dxr, int64_t d, float epsilon, F f, float out_scale,
+                                    float* scratch) {
+  RowBackward r;
+  float part = 0.f;
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) part += cuda::to_float(xr[j]);
+  r.mean = d > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(d) : 0.f;
+  part = 0.f;
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    const float e = cuda::to_float(xr[j]) - r.mean;
+    part += e * e;
+  }
+  const float var = d > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(d) : 0.f;
+  r.inv_std = static_cast<float>(1.0 / sqrt(static_cast<double>(var) + epsilon));
+  float part_g = 0.f, part_gx = 0.f;
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    const float g = cuda::to_float(gr[j]) * f(j);
+    part_g += g;
+    part_gx += g * (cuda::to_float(xr[j]) - r.mean) * r.inv_std;
+  }
+  r.sum_g = cuda::block_sum(part_g, scratch);
+  r.sum_gx = cuda::block_sum(part_gx, scratch);
+  const float mg = d > 0 ? r.sum_g / static_cast<float>(d) : 0.f;
+  const float mgx = d > 0 ? r.sum_gx / static_cast<float>(d) : 0.f;
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    const float xhat = (cuda::to_float(xr[j]) - r.mean) * r.inv_std;
+    dxr[j] = cuda::from_float<T>(out_scale * r.inv_std * (cuda::to_float(gr[j]) * f(j) - mg - xhat * mgx));
+  }
+  return r;
+}
+
+// LayerNormalizationBackward: one block per row; dx, and the row's mean and inv_std for dscale.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     layer_norm_backward_rows(const T* dy, const T* x, T* dx, FloatRef scale, BroadcastIndexer scale_at, int64_t rows,
                              int64_t d, float epsilon, float* mean_out, float* inv_std_out) {
   __shared__ float scratch[32];
+  auto f = [&](int64_t j) { return scale.p ? scale[scale_at(j)] : 1.f; };
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T* xr = x + r * d;
-    const T* gr = dy + r * d;
-    float part = 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) part += cuda::to_float(xr[j]);
-    const float mean = d > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(d) : 0.f;
-    part = 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      const float e = cuda::to_float(xr[j]) - mean;
-      part += e * e;
-    }
-    const float var = d > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(d) : 0.f;
-    const float inv_std = static_cast<float>(1.0 / sqrt(static_cast<double>(var) + epsilon));
-    float part_g = 0.f, part_gx = 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      const float g = cuda::to_float(gr[j]) * (scale.p ? scale[scale_at(j)] : 1.f);
-      part_g += g;
-      part_gx += g * (cuda::to_float(xr[j]) - mean) * inv_std;
-    }
-    const float sum_g = cuda::block_sum(part_g, scratch);
-    const float sum_gx = cuda::block_sum(part_gx, scratch);
-    const float mg = d > 0 ? sum_g / static_cast<float>(d) : 0.f;
-    const float mgx = d > 0 ? sum_gx / static_cast<float>(d) : 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      const float xhat = (cuda::to_float(xr[j]) - mean) * inv_std;
-      const float g = cuda::to_float(gr[j]) * (scale.p ? scale[scale_at(j)] : 1.f);
-      dx[r * d + j] = cuda::from_float<T>(inv_std * (g - mg - xhat * mgx));
-    }
+    const RowBackward b = row_backward(x + r * d, dy + r * d, dx + r * d, d, epsilon, f, 1.f, scratch);
     if (threadIdx.x == 0) {
-      mean_out[r] = mean;
-      inv_std_out[r] = inv_std;
+      mean_out[r] = b.mean;
+      inv_std_out[r] = b.inv_std;
     }
   }
 }
@@ -298,38 +313,14 @@ __global__ void __launch_bounds__(kThreads)
     instance_norm_backward_planes(const T* dy, const T* x, T* dx, FloatRef scale, int64_t planes, int64_t channels,
                                   int64_t d, float epsilon, float* sums) {
   __shared__ float scratch[32];
+  auto one = [](int64_t) { return 1.f; };
   for (int64_t r = blockIdx.x; r < planes; r += gridDim.x) {
-    const T* xr = x + r * d;
-    const T* gr = dy + r * d;
-    const float s = scale[r % channels];
-    float part = 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) part += cuda::to_float(xr[j]);
-    const float mean = d > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(d) : 0.f;
-    part = 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      const float e = cuda::to_float(xr[j]) - mean;
-      part += e * e;
-    }
-    const float var = d > 0 ? cuda::block_sum(part, scratch) / static_cast<float>(d) : 0.f;
-    const float inv_std = static_cast<float>(1.0 / sqrt(static_cast<double>(var) + epsilon));
-    float part_dy = 0.f, part_dy_xhat = 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      const float g = cuda::to_float(gr[j]);
-      part_dy += g;
-      part_dy_xhat += g * (cuda::to_float(xr[j]) - mean) * inv_std;
-    }
-    const float sum_dy = cuda::block_sum(part_dy, scratch);
-    const float sum_dy_xhat = cuda::block_sum(part_dy_xhat, scratch);
-    // g = dy * s: its means are s times dy's.
-    const float mg = d > 0 ? s * sum_dy / static_cast<float>(d) : 0.f;
-    const float mgx = d > 0 ? s * sum_dy_xhat / static_cast<float>(d) : 0.f;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      const float xhat = (cuda::to_float(xr[j]) - mean) * inv_std;
-      dx[r * d + j] = cuda::from_float<T>(inv_std * (cuda::to_float(gr[j]) * s - mg - xhat * mgx));
-    }
+    // g = dy * s: dx is s times the unscaled row's.
+    const RowBackward b =
+        row_backward(x + r * d, dy + r * d, dx + r * d, d, epsilon, one, scale[r % channels], scratch);
     if (threadIdx.x == 0) {
-      sums[2 * r] = sum_dy;
-      sums[2 * r + 1] = sum_dy_xhat;
+      sums[2 * r] = b.sum_g;
+      sums[2 * r + 1] = b.sum_gx;
     }
   }
 }
@@ -348,20 +339,26 @@ __global__ void instance_norm_channel_totals(const float* sums, int64_t n, int64
   }
 }
 
-template <class F>
-Status dispatch(DataType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DataType::kFloat32: return f(cuda::Type<float>{});
-    case DataType::kFloat16: return f(cuda::Type<__half>{});
-    case DataType::kBFloat16: return f(cuda::Type<__nv_bfloat16>{});
-    default: return unsupported(op, " on ", dtype_name(dt));
-  }
-}
-
-class BatchNormTraining final : public Kernel {
+// A kernel that keeps float scratch memory between runs.
+class ScratchKernel : public Kernel {
  public:
   size_t workspace_bytes() const override { return scratch_bytes_; }
 
+ protected:
+  // `count` floats of scratch on the context's device.
+  Result<float*> scratch_floats(KernelContext& ctx, int64_t count, const char* tag) {
+    scratch_bytes_ = static_cast<size_t>(count) * sizeof(float);
+    KILN_ASSIGN_OR_RETURN(void* p, scratch_.get(ctx.allocator, scratch_bytes_, tag, cuda::native(ctx.stream)));
+    return static_cast<float*>(p);
+  }
+
+ private:
+  size_t scratch_bytes_ = 0;
+  cuda::DeviceScratch scratch_;
+};
+
+class BatchNormTraining final : public ScratchKernel {
+ public:
   Status run(KernelContext& ctx) override {
     const auto& a = ctx.attrs<BatchNormalizationTrainingAttrs>();
     const Tensor& x = ctx.src[0];
@@ -372,13 +369,10 @@ class BatchNormTraining final : public Kernel {
     const cudaStream_t stream = cuda::native(ctx.stream);
     // partial sums, then the means and the y coefficients.
     const int64_t partials = v.c * c.chunks;
-    scratch_bytes_ = static_cast<size_t>(partials + 3 * v.c) * sizeof(float);
-    KILN_ASSIGN_OR_RETURN(void* scratch,
-                          scratch_.get(ctx.allocator, scratch_bytes_, "BatchNormalizationTraining sums", stream));
-    float* partial = static_cast<float*>(scratch);
+    KILN_ASSIGN_OR_RETURN(float* partial, scratch_floats(ctx, partials + 3 * v.c, "BatchNormalizationTraining sums"));
     float* mean = partial + partials;
     float* st = mean + v.c;
-    return dispatch(x.dtype(), "BatchNormalizationTraining", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(x.dtype(), "BatchNormalizationTraining", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       const dim3 grid = chunk_grid(v, c);
       channel_partial_sums<T, false><<<grid, kThreads, 0, stream>>>(v, c, x.data<T>(), nullptr, partial);
@@ -398,16 +392,10 @@ class BatchNormTraining final : public Kernel {
       return cuda::check(cudaGetLastError(), "batch norm kernel launch");
     });
   }
-
- private:
-  size_t scratch_bytes_ = 0;
-  cuda::DeviceScratch scratch_;
 };
 
-class BatchNormBackward final : public Kernel {
+class BatchNormBackward final : public ScratchKernel {
  public:
-  size_t workspace_bytes() const override { return scratch_bytes_; }
-
   Status run(KernelContext& ctx) override {
     const auto& a = ctx.attrs<BatchNormalizationBackwardAttrs>();
     const Tensor& x = ctx.src[1];
@@ -419,14 +407,11 @@ class BatchNormBackward final : public Kernel {
     const Chunks c = chunks_for(v.n * v.inner);
     const cudaStream_t stream = cuda::native(ctx.stream);
     const int64_t partials = 2 * v.c * c.chunks;
-    scratch_bytes_ = static_cast<size_t>(partials + 5 * v.c) * sizeof(float);
-    KILN_ASSIGN_OR_RETURN(void* scratch,
-                          scratch_.get(ctx.allocator, scratch_bytes_, "BatchNormalizationBackward sums", stream));
-    float* partial = static_cast<float*>(scratch);
+    KILN_ASSIGN_OR_RETURN(float* partial, scratch_floats(ctx, partials + 5 * v.c, "BatchNormalizationBackward sums"));
     float* coef = partial + partials;
     const FloatRef none{};
     const FloatRef mean = float_ref(ctx.src[3]), stat = float_ref(ctx.src[4]);
-    return dispatch(x.dtype(), "BatchNormalizationBackward", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(x.dtype(), "BatchNormalizationBackward", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       const T* dy = ctx.src[0].data<T>();
       batch_norm_backward_partials<T><<<chunk_grid(v, c), kThreads, 0, stream>>>(v, c, dy, x.data<T>(), mean, stat,
@@ -444,16 +429,10 @@ class BatchNormBackward final : public Kernel {
       return cuda::check(cudaGetLastError(), "batch norm backward kernel launch");
     });
   }
-
- private:
-  size_t scratch_bytes_ = 0;
-  cuda::DeviceScratch scratch_;
 };
 
-class LayerNormBackward final : public Kernel {
+class LayerNormBackward final : public ScratchKernel {
  public:
-  size_t workspace_bytes() const override { return scratch_bytes_; }
-
   Status run(KernelContext& ctx) override {
     const auto& a = ctx.attrs<LayerNormalizationAttrs>();
     const Tensor& x = ctx.src[1];
@@ -474,13 +453,11 @@ class LayerNormBackward final : public Kernel {
     const int64_t pieces = std::clamp<int64_t>((rows + 63) / 64, 1, 1024);
     const int64_t rows_per = std::max<int64_t>((rows + pieces - 1) / pieces, 1);
     const int64_t stat_count = std::max<int64_t>(rows, 1);
-    scratch_bytes_ = static_cast<size_t>(2 * stat_count + pieces * d) * sizeof(float);
-    KILN_ASSIGN_OR_RETURN(void* scratch,
-                          scratch_.get(ctx.allocator, scratch_bytes_, "LayerNormalizationBackward statistics", stream));
-    float* mean = static_cast<float*>(scratch);
+    KILN_ASSIGN_OR_RETURN(float* mean,
+                          scratch_floats(ctx, 2 * stat_count + pieces * d, "LayerNormalizationBackward statistics"));
     float* inv_std = mean + stat_count;
     float* partial = inv_std + stat_count;
-    return dispatch(x.dtype(), "LayerNormalizationBackward", [&](auto tag) -> Status {
+    return cuda::dispatch_float_status(x.dtype(), "LayerNormalizationBackward", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       if (rows > 0) {
         layer_norm_backward_rows<T><<<blocks_for(rows), kThreads, 0, stream>>>(ctx.src[0].data<T>(), x.data<T>(),
@@ -496,16 +473,10 @@ class LayerNormBackward final : public Kernel {
       return cuda::check(cudaGetLastError(), "layer norm dscale total kernel launch");
     });
   }
-
- private:
-  size_t scratch_bytes_ = 0;
-  cuda::DeviceScratch scratch_;
 };
 
-class InstanceNormBackward final : public Kernel {
+class InstanceNormBackward final : public ScratchKernel {
  public:
-  size_t workspace_bytes() const override { return scratch_bytes_; }
-
   Status run(KernelContext& ctx) override {
     const auto& a = ctx.attrs<InstanceNormalizationAttrs>();
     const Tensor& x = ctx.src[1];
@@ -516,11 +487,9 @@ class InstanceNormBackward final : public Kernel {
                               " does not have x's shape ", x.dims().to_string());
     const cudaStream_t stream = cuda::native(ctx.stream);
     const int64_t planes = v.n * v.c;
-    scratch_bytes_ = static_cast<size_t>(std::max<int64_t>(planes, 1)) * 2 * sizeof(float);
-    KILN_ASSIGN_OR_RETURN(void* scratch,
-                          scratch_.get(ctx.allocator, scratch_bytes_, "InstanceNormalizationBackward sums", stream));
-    float* sums = static_cast<float*>(scratch);
-    return dispatch(x.dtype(), "InstanceNormalizationBackward", [&](auto tag) -> Status {
+    KILN_ASSIGN_OR_RETURN(float* sums,
+                          scratch_floats(ctx, std::max<int64_t>(planes, 1) * 2, "InstanceNormalizationBackward sums"));
+    return cuda::dispatch_float_status(x.dtype(), "InstanceNormalizationBackward", [&](auto tag) -> Status {
       using T = cuda::type_of<decltype(tag)>;
       if (planes > 0) {
         instance_norm_backward_planes<T>
@@ -533,10 +502,6 @@ class InstanceNormBackward final : public Kernel {
       return cuda::check(cudaGetLastError(), "instance norm totals kernel launch");
     });
   }
-
- private:
-  size_t scratch_bytes_ = 0;
-  cuda::DeviceScratch scratch_;
 };
 
 Status floats(const OpCall& call) {
@@ -544,8 +509,8 @@ Status floats(const OpCall& call) {
 }
 
 // x (input `x_index`), dy and the outputs named in `same` share one type.
-Status same_type(const OpCall& call, const char* name, int x_index, std::initializer_list<int> inputs,
-                 std::initializer_list<int> outputs) {
+Status same_type(const OpCall& call, const char* name, int x_index, const std::vector<int>& inputs,
+                 const std::vector<int>& outputs) {
   KILN_RETURN_IF_ERROR(floats(call));
   const DataType dt = call.inputs[x_index].dtype;
   for (int i : inputs)
@@ -557,52 +522,30 @@ Status same_type(const OpCall& call, const char* name, int x_index, std::initial
   return Status::ok();
 }
 
-KILN_REGISTER_KERNEL(KernelImpl{
-    .name = "cuda.batch_normalization_training",
-    .op = "BatchNormalizationTraining",
-    .backend = Backend::kCuda,
-    .priority = 10,
-    .supports = [](const OpCall& call) { return same_type(call, "cuda.batch_normalization_training", 0, {}, {0}); },
-    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-      return std::unique_ptr<Kernel>(std::make_unique<BatchNormTraining>());
-    },
-});
+// Kernel K as `name` for `op`: x (input x_index) and the inputs and outputs listed share one float type.
+template <class K>
+KernelImpl impl(const char* name, const char* op, int x_index, std::vector<int> inputs, std::vector<int> outputs) {
+  return {
+      .name = name,
+      .op = op,
+      .backend = Backend::kCuda,
+      .priority = 10,
+      .supports = [name, x_index, inputs,
+                   outputs](const OpCall& call) { return same_type(call, name, x_index, inputs, outputs); },
+      .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+        return std::unique_ptr<Kernel>(std::make_unique<K>());
+      },
+  };
+}
 
-KILN_REGISTER_KERNEL(KernelImpl{
-    .name = "cuda.batch_normalization_backward",
-    .op = "BatchNormalizationBackward",
-    .backend = Backend::kCuda,
-    .priority = 10,
-    .supports = [](const OpCall& call) { return same_type(call, "cuda.batch_normalization_backward", 1, {0}, {0}); },
-    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-      return std::unique_ptr<Kernel>(std::make_unique<BatchNormBackward>());
-    },
-});
-
-KILN_REGISTER_KERNEL(KernelImpl{
-    .name = "cuda.layer_normalization_backward",
-    .op = "LayerNormalizationBackward",
-    .backend = Backend::kCuda,
-    .priority = 10,
-    .supports =
-        [](const OpCall& call) {
-          return same_type(call, "cuda.layer_normalization_backward", 1, {0}, {0, 1});
-        },
-    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-      return std::unique_ptr<Kernel>(std::make_unique<LayerNormBackward>());
-    },
-});
-
-KILN_REGISTER_KERNEL(KernelImpl{
-    .name = "cuda.instance_normalization_backward",
-    .op = "InstanceNormalizationBackward",
-    .backend = Backend::kCuda,
-    .priority = 10,
-    .supports = [](const OpCall& call) { return same_type(call, "cuda.instance_normalization_backward", 1, {0}, {0}); },
-    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
-      return std::unique_ptr<Kernel>(std::make_unique<InstanceNormBackward>());
-    },
-});
+KILN_REGISTER_KERNEL(impl<BatchNormTraining>("cuda.batch_normalization_training", "BatchNormalizationTraining", 0, {},
+                                             {0}));
+KILN_REGISTER_KERNEL(impl<BatchNormBackward>("cuda.batch_normalization_backward", "BatchNormalizationBackward", 1, {0},
+                                             {0}));
+KILN_REGISTER_KERNEL(impl<LayerNormBackward>("cuda.layer_normalization_backward", "LayerNormalizationBackward", 1, {0},
+                                             {0, 1}));
+KILN_REGISTER_KERNEL(impl<InstanceNormBackward>("cuda.instance_normalization_backward", "InstanceNormalizationBackward",
+                                                1, {0}, {0}));
 
 }  // namespace
 }  // namespace kiln

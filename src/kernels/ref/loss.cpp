@@ -88,23 +88,10 @@ Status run_pointwise_backward(KernelContext& ctx) {
 }
 
 /// Inputs of BCEWithLogitsLoss from `off`: x, t, weight?, pos_weight? (absent factors are 1).
-struct BceInputs {
-  const float *x, *t, *w = nullptr, *pw = nullptr;
-  BroadcastIndex wi, pwi;
-
-  BceInputs(const KernelContext& ctx, int off) : x(ctx.src[off].data<float>()), t(ctx.src[off + 1].data<float>()) {
-    const Dims& dims = ctx.src[off].dims();
-    if (ctx.src.size() > static_cast<size_t>(off) + 2 && ctx.src[off + 2].defined()) {
-      w = ctx.src[off + 2].data<float>();
-      wi = BroadcastIndex(dims, ctx.src[off + 2].dims());
-    }
-    if (ctx.src.size() > static_cast<size_t>(off) + 3 && ctx.src[off + 3].defined()) {
-      pw = ctx.src[off + 3].data<float>();
-      pwi = BroadcastIndex(dims, ctx.src[off + 3].dims());
-    }
-  }
-  double weight(int64_t i) const { return w ? w[wi(i)] : 1.0; }
-  double pos_weight(int64_t i) const { return pw ? pw[pwi(i)] : 1.0; }
+struct BceInputs : loss::BceFactors {
+  const float *x, *t;
+  BceInputs(const KernelContext& ctx, int off)
+      : BceFactors(ctx, off), x(ctx.src[off].data<float>()), t(ctx.src[off + 1].data<float>()) {}
 };
 
 Status run_bce(KernelContext& ctx) {
@@ -144,32 +131,6 @@ ClassParams class_params(const KernelContext& ctx) {
   return p;
 }
 
-/// Class targets, checked: the class of item j, or -1 for an ignored item; and the mean's denominator
-/// (the sum of the counted items' weights).
-Status read_targets(const char* op, const Tensor& target, const ClassSplit& s, int64_t ignore_index,
-                    const float* weight, std::vector<int64_t>& cls, double& denom) {
-  const int64_t items = s.outer * s.inner;
-  cls.resize(static_cast<size_t>(items));
-  denom = 0;
-  for (int64_t j = 0; j < items; ++j) {
-    const int64_t c = loss::load_index(target, j);
-    if (c == ignore_index) {
-      cls[j] = -1;
-      continue;
-    }
-    if (c < 0 || c >= s.classes)
-      return invalid_argument(op, ": target ", c, " at position ", j, " is not a class in [0, ", s.classes,
-                              ") nor ignore_index ", ignore_index);
-    cls[j] = c;
-    denom += weight ? weight[c] : 1.0;
-  }
-  return Status::ok();
-}
-
-const float* optional_data(const KernelContext& ctx, size_t i) {
-  return i < ctx.src.size() && ctx.src[i].defined() ? ctx.src[i].data<float>() : nullptr;
-}
-
 /// log_softmax of column (o, :, i) of x into `lp`.
 void column_log_softmax(const float* x, const ClassSplit& s, int64_t o, int64_t i, std::vector<double>& lp) {
   lp.resize(static_cast<size_t>(s.classes));
@@ -195,14 +156,15 @@ Status class_loss(KernelContext& ctx, bool nll) {
   const Tensor& target = ctx.src[off + 1];
   const ClassSplit s = loss::class_split(xt.dims());
   const float* x = xt.data<float>();
-  const float* w = optional_data(ctx, off + 2);
+  const float* w = loss::optional_data(ctx, off + 2);
   const double eps = p.smoothing, nclass = static_cast<double>(s.classes);
   const bool probs = is_floating(target.dtype());
   const int64_t items = s.outer * s.inner;
   std::vector<int64_t> cls;
   double denom = static_cast<double>(items);
   if (!probs)
-    KILN_RETURN_IF_ERROR(read_targets(nll ? "NLLLoss" : "CrossEntropyLoss", target, s, p.ignore_index, w, cls, denom));
+    KILN_RETURN_IF_ERROR(
+        loss::read_class_targets(nll ? "NLLLoss" : "CrossEntropyLoss", target, s, p.ignore_index, w, cls, denom));
   // Forward: per-item losses. Backward: the gradient of input `wrt` (zero first), and for the weights of a
   // mean over class targets the sum of the losses and the count per class (the denominator depends on them).
   std::vector<double> losses(static_cast<size_t>(items), 0.0), count(static_cast<size_t>(s.classes), 0.0);
@@ -271,66 +233,24 @@ Status run_nll_backward(KernelContext& ctx) { return class_loss<NLLLossBackwardA
 Status run_cross_entropy(KernelContext& ctx) { return class_loss<CrossEntropyLossAttrs>(ctx, false); }
 Status run_cross_entropy_backward(KernelContext& ctx) { return class_loss<CrossEntropyLossBackwardAttrs>(ctx, false); }
 
-/// The CTC problem of one op call: per sample its labels (checked) and lengths.
-struct CtcProblem {
-  int64_t T = 0, N = 0, C = 0;
-  std::vector<std::vector<int64_t>> labels;
-  std::vector<int64_t> input_lengths;
-};
-
-Status read_ctc(const char* op, const KernelContext& ctx, int off, CtcProblem& p) {
-  const auto& a = ctx.attrs<CTCLossAttrs>();
-  const Dims& d = ctx.src[off].dims();
-  p.T = d[0];
-  p.N = d[1];
-  p.C = d[2];
-  const Tensor& targets = ctx.src[off + 1];
-  const bool padded = targets.rank() == 2;
-  int64_t offset = 0;
-  p.labels.assign(static_cast<size_t>(p.N), {});
-  p.input_lengths.assign(static_cast<size_t>(p.N), 0);
-  for (int64_t n = 0; n < p.N; ++n) {
-    const int64_t in_len = loss::load_index(ctx.src[off + 2], n), len = loss::load_index(ctx.src[off + 3], n);
-    if (in_len < 0 || in_len > p.T)
-      return invalid_argument(op, ": input_lengths[", n, "] = ", in_len, " is not in [0, ", p.T, "]");
-    const int64_t avail = padded ? targets.dims()[1] : targets.numel() - offset;
-    if (len < 0 || len > avail)
-      return invalid_argument(op, ": target_lengths[", n, "] = ", len, " does not fit the targets (",
-                              padded ? "padded length " : "elements left ", avail, ")");
-    const int64_t start = padded ? n * targets.dims()[1] : offset;
-    for (int64_t k = 0; k < len; ++k) {
-      const int64_t c = loss::load_index(targets, start + k);
-      if (c < 0 || c >= p.C || c == a.blank)
-        return invalid_argument(op, ": target ", c, " of sample ", n, " is not a class in [0, ", p.C,
-                                ") other than blank ", a.blank);
-      p.labels[n].push_back(c);
-    }
-    offset += len;
-    p.input_lengths[n] = in_len;
-  }
-  return Status::ok();
-}
+using loss::CtcProblem;
 
 loss::CtcSample<double> ctc_sample(const CtcProblem& p, const float* lp, int64_t n, int64_t blank) {
-  return {lp + n * p.C, p.N * p.C, p.labels[n].data(), p.input_lengths[n], static_cast<int64_t>(p.labels[n].size()),
-          p.C,          blank};
-}
-
-/// dLoss/d(loss of sample n) factor for mean: 1 / (max(target length, 1) N).
-double ctc_mean_scale(const CtcProblem& p, int64_t n) {
-  return 1.0 / (std::max<double>(static_cast<double>(p.labels[n].size()), 1.0) * static_cast<double>(p.N));
+  return {lp + n * p.C, p.N * p.C, p.labels.data() + p.start[n], p.input_length[n], p.length[n], p.C, blank};
 }
 
 Status run_ctc(KernelContext& ctx) {
   const auto& a = ctx.attrs<CTCLossAttrs>();
   CtcProblem p;
-  KILN_RETURN_IF_ERROR(read_ctc("CTCLoss", ctx, 0, p));
+  KILN_RETURN_IF_ERROR(loss::read_ctc("CTCLoss", ctx, 0, p));
   const float* lp = ctx.src[0].data<float>();
   std::vector<double> v(static_cast<size_t>(p.N)), alpha;
   for (int64_t n = 0; n < p.N; ++n) {
     double nll = loss::ctc_alpha(ctc_sample(p, lp, n, a.blank), alpha);
     if (a.zero_infinity && std::isinf(nll)) nll = 0;
-    v[n] = a.reduction == LossReduction::kMean ? nll * ctc_mean_scale(p, n) * static_cast<double>(p.N) : nll;
+    // mean: each loss over its target length here, the sum over N in write_reduced
+    v[n] =
+        a.reduction == LossReduction::kMean ? nll * loss::ctc_scale(p, a.reduction, n) * static_cast<double>(p.N) : nll;
   }
   write_reduced(ctx.dst[0], a.reduction, v, static_cast<double>(p.N));
   return Status::ok();
@@ -339,7 +259,7 @@ Status run_ctc(KernelContext& ctx) {
 Status run_ctc_backward(KernelContext& ctx) {
   const auto& a = ctx.attrs<CTCLossAttrs>();
   CtcProblem p;
-  KILN_RETURN_IF_ERROR(read_ctc("CTCLossBackward", ctx, 1, p));
+  KILN_RETURN_IF_ERROR(loss::read_ctc("CTCLossBackward", ctx, 1, p));
   const float* lp = ctx.src[1].data<float>();
   const float* dy = ctx.src[0].data<float>();
   float* dx = ctx.dst[0].data<float>();
@@ -350,9 +270,7 @@ Status run_ctc_backward(KernelContext& ctx) {
     const double nll = loss::ctc_alpha(x, alpha);
     if (a.zero_infinity && std::isinf(nll)) continue;
     loss::ctc_beta(x, beta);
-    const double g = a.reduction == LossReduction::kNone  ? dy[n]
-                     : a.reduction == LossReduction::kSum ? dy[0]
-                                                          : dy[0] * ctc_mean_scale(p, n);
+    const double g = (a.reduction == LossReduction::kNone ? dy[n] : dy[0]) * loss::ctc_scale(p, a.reduction, n);
     loss::ctc_grad(x, nll, g, alpha, beta, dx + n * p.C);
   }
   return Status::ok();

@@ -1,12 +1,14 @@
 #pragma once
 // What the loss kernels share (reference and CPU): the per-element formulas, how a class loss sees its
-// input, index loading, broadcast factors, and the CTC alpha-beta recursions in log space.
+// input, index loading, broadcast factors, the checked reading of class and CTC targets, and the CTC alpha-beta
+// recursions in log space.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "kernels/registry.h"
 #include "kiln/tensor.h"
 #include "ops/loss/loss.h"
 
@@ -114,6 +116,94 @@ class BroadcastIndex {
   Dims x_, strides_;
   int64_t modulo_ = 1;
 };
+
+/// Input i as float32 data, or null when the optional input is absent.
+inline const float* optional_data(const KernelContext& ctx, size_t i) {
+  return i < ctx.src.size() && ctx.src[i].defined() ? ctx.src[i].data<float>() : nullptr;
+}
+
+/// Class targets checked in one pass: per item its class or -1 (ignored), and the mean's denominator (the sum
+/// of the counted items' weights).
+template <class I>
+Status read_class_targets(const char* op, const Tensor& target, const ClassSplit& s, int64_t ignore_index,
+                          const float* weight, std::vector<I>& cls, double& denom) {
+  const int64_t items = s.outer * s.inner;
+  cls.resize(static_cast<size_t>(items));
+  denom = 0;
+  for (int64_t j = 0; j < items; ++j) {
+    const int64_t c = load_index(target, j);
+    if (c == ignore_index) {
+      cls[j] = -1;
+      continue;
+    }
+    if (c < 0 || c >= s.classes)
+      return invalid_argument(op, ": target ", c, " at position ", j, " is not a class in [0, ", s.classes,
+                              ") nor ignore_index ", ignore_index);
+    cls[j] = static_cast<I>(c);
+    denom += weight ? weight[c] : 1.0;
+  }
+  return Status::ok();
+}
+
+/// BCEWithLogitsLoss's optional weight and pos_weight (inputs off + 2 and off + 3), broadcast to input off.
+struct BceFactors {
+  const float *w = nullptr, *pw = nullptr;
+  BroadcastIndex wi, pwi;
+
+  BceFactors(const KernelContext& ctx, int off) {
+    const Dims& dims = ctx.src[off].dims();
+    if ((w = optional_data(ctx, off + 2))) wi = BroadcastIndex(dims, ctx.src[off + 2].dims());
+    if ((pw = optional_data(ctx, off + 3))) pwi = BroadcastIndex(dims, ctx.src[off + 3].dims());
+  }
+  double weight(int64_t i) const { return w ? w[wi(i)] : 1.0; }
+  double pos_weight(int64_t i) const { return pw ? pw[pwi(i)] : 1.0; }
+};
+
+/// The CTC problem of one op call (inputs from `off`): per sample where its labels start in `labels`, its target
+/// and input lengths; lengths and labels checked (classes other than blank).
+struct CtcProblem {
+  int64_t T = 0, N = 0, C = 0;
+  std::vector<int64_t> labels, start, length, input_length;
+};
+
+inline Status read_ctc(const char* op, const KernelContext& ctx, int off, CtcProblem& p) {
+  const auto& a = ctx.attrs<CTCLossAttrs>();
+  const Dims& d = ctx.src[off].dims();
+  p.T = d[0];
+  p.N = d[1];
+  p.C = d[2];
+  const Tensor& targets = ctx.src[off + 1];
+  const bool padded = targets.rank() == 2;
+  int64_t offset = 0;
+  for (int64_t n = 0; n < p.N; ++n) {
+    const int64_t in_len = load_index(ctx.src[off + 2], n), len = load_index(ctx.src[off + 3], n);
+    if (in_len < 0 || in_len > p.T)
+      return invalid_argument(op, ": input_lengths[", n, "] = ", in_len, " is not in [0, ", p.T, "]");
+    const int64_t avail = padded ? targets.dims()[1] : targets.numel() - offset;
+    if (len < 0 || len > avail)
+      return invalid_argument(op, ": target_lengths[", n, "] = ", len, " does not fit the targets (",
+                              padded ? "padded length " : "elements left ", avail, ")");
+    const int64_t from = padded ? n * targets.dims()[1] : offset;
+    p.start.push_back(static_cast<int64_t>(p.labels.size()));
+    for (int64_t k = 0; k < len; ++k) {
+      const int64_t c = load_index(targets, from + k);
+      if (c < 0 || c >= p.C || c == a.blank)
+        return invalid_argument(op, ": target ", c, " of sample ", n, " is not a class in [0, ", p.C,
+                                ") other than blank ", a.blank);
+      p.labels.push_back(c);
+    }
+    p.length.push_back(len);
+    p.input_length.push_back(in_len);
+    offset += len;
+  }
+  return Status::ok();
+}
+
+/// What sample n's loss counts for in the output: 1 / (max(target length, 1) N) for mean, else 1.
+inline double ctc_scale(const CtcProblem& p, LossReduction r, int64_t n) {
+  if (r != LossReduction::kMean) return 1.0;
+  return 1.0 / (std::max<double>(static_cast<double>(p.length[n]), 1.0) * static_cast<double>(p.N));
+}
 
 /// One CTC sample: its log-probabilities lp(t, c) = base[t * t_stride + c], the target labels, T and C.
 template <class T>

@@ -13,33 +13,6 @@ const char* enum_name(RoiAlignCoordinateMode m) {
   return m == RoiAlignCoordinateMode::kHalfPixel ? "half_pixel" : "output_half_pixel";
 }
 
-RoiGrid roi_align_grid(const RoiAlignAttrs& a, const double roi[4]) {
-  const bool half = a.coordinate_transformation_mode == RoiAlignCoordinateMode::kHalfPixel;
-  const double offset = half ? 0.5 : 0.0, scale = a.spatial_scale;
-  RoiGrid g;
-  g.x_start = roi[0] * scale - offset;
-  g.y_start = roi[1] * scale - offset;
-  g.roi_w = roi[2] * scale - offset - g.x_start;
-  g.roi_h = roi[3] * scale - offset - g.y_start;
-  if (!half) {
-    g.roi_w = std::max(g.roi_w, 1.0);
-    g.roi_h = std::max(g.roi_h, 1.0);
-  }
-  // Adaptive grids are capped so their product cannot overflow; a NaN or infinite region samples nothing.
-  constexpr double kMaxSide = double(int64_t{1} << 30);
-  auto side = [&](double extent, int64_t out) -> int64_t {
-    if (a.sampling_ratio > 0) return a.sampling_ratio;
-    const double n = std::ceil(extent / static_cast<double>(out));
-    if (!std::isfinite(n) || n <= 0) return 0;
-    return static_cast<int64_t>(std::min(n, kMaxSide));
-  };
-  if (!std::isfinite(g.x_start) || !std::isfinite(g.y_start) || !std::isfinite(g.roi_w) || !std::isfinite(g.roi_h))
-    return g;
-  g.h = side(g.roi_h, a.output_height);
-  g.w = side(g.roi_w, a.output_width);
-  return g;
-}
-
 namespace {
 
 OpSchema roi_align_schema() {

@@ -213,6 +213,50 @@ void ctc_cases(std::vector<OpCase>& cases) {
                      attrs(z),
                      {dy_for(r, {3}), uniform(lp, -4, -0.1), targets, short_len, t_len}});
   }
+  // Repeated labels with barely enough frames (sample 0: 5 equal labels in 9 frames) or too few (sample 2: 4 in
+  // 6, infinite loss: NaN gradient at its classes unless zero_infinity); empty inputs (sample 1 of "empty").
+  for (LossReduction r : {LossReduction::kMean, LossReduction::kNone})
+    for (bool zero : {false, true}) {
+      CTCLossAttrs a;
+      a.reduction = r;
+      a.zero_infinity = zero;
+      const std::string name = rname(r) + " repeats" + (zero ? " zero_infinity" : "");
+      const InputSpec lp = uniform({9, 3, 4}, -3, -0.2);
+      const InputSpec targets = fixed(i64, {3, 5}, {2, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 3, 1});
+      const InputSpec in_len = fixed(i64, {3}, {9, 8, 6}), t_len = fixed(i64, {3}, {5, 5, 4});
+      cases.push_back({"CTCLoss", name, attrs(a), {lp, targets, in_len, t_len}});
+      cases.push_back({"CTCLossBackward", name, attrs(a), {dy_for(r, {3}), lp, targets, in_len, t_len}});
+      const InputSpec empty_in = fixed(i32, {3}, {0, 0, 5}), empty_t = fixed(i32, {3}, {0, 2, 2});
+      const InputSpec concat = fixed(i32, {4}, {1, 2, 3, 3});
+      cases.push_back({"CTCLoss", name + " empty", attrs(a), {lp, concat, empty_in, empty_t}});
+      cases.push_back({"CTCLossBackward", name + " empty", attrs(a), {dy_for(r, {3}), lp, concat, empty_in, empty_t}});
+    }
+  // Many classes (a subword vocabulary), concatenated int32 targets of mixed lengths, inputs shorter than T; and
+  // long inputs and targets: T 1000, up to 300 labels (601 states: more than a block's threads). Forward cases
+  // only with mean: float32 sums of losses this large cannot resolve the grad mode's finite-difference steps.
+  {
+    CTCLossAttrs a;
+    a.blank = 999;
+    const InputSpec lp = uniform({80, 6, 1000}, -9, -4), targets = ints({98}, 0, 998, i32);
+    const InputSpec in_len = fixed(i32, {6}, {80, 10, 75, 3, 40, 60}), t_len = fixed(i32, {6}, {20, 0, 35, 1, 12, 30});
+    cases.push_back({"CTCLoss", "mean 80x6x1000", attrs(a), {lp, targets, in_len, t_len}});
+    CTCLossAttrs b;
+    const InputSpec long_lp = uniform({1000, 4, 40}, -5, -0.5), long_targets = ints({4, 300}, 1, 39);
+    const InputSpec long_in = fixed(i64, {4}, {1000, 900, 13, 7}), long_t = fixed(i64, {4}, {300, 257, 1, 0});
+    cases.push_back(f32({"CTCLoss", "mean 1000x4x40", attrs(b), {long_lp, long_targets, long_in, long_t}}));
+    for (LossReduction r : kReductions) {
+      a.reduction = b.reduction = r;
+      cases.push_back(
+          {"CTCLossBackward", rname(r) + " 80x6x1000", attrs(a), {dy_for(r, {6}), lp, targets, in_len, t_len}});
+      // The CPU kernel's float32 log-space sums (thousands) over 1000 frames leave ~1e-3 in exp(alpha + beta + nll).
+      OpCase c = f32({"CTCLossBackward",
+                      rname(r) + " 1000x4x40",
+                      attrs(b),
+                      {dy_for(r, {4}), long_lp, long_targets, long_in, long_t}});
+      c.tolerance_scale = 10;
+      cases.push_back(std::move(c));
+    }
+  }
   // Speech-sized: T 200, N 8, C 29, targets of 40.
   CTCLossAttrs a;
   std::vector<double> lens(8, 200), tlens(8, 40);
