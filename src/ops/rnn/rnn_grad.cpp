@@ -19,6 +19,7 @@ Status rnn_grad(GradBuilder& b, const char* op, bool lstm) {
   bool needed = false;
   for (int i : targets) needed |= i < b.num_inputs() && b.input(i).valid() && b.needs_grad(i);
   std::vector<GradValue> inputs;
+  inputs.reserve(static_cast<size_t>(forward_inputs) + static_cast<size_t>(outputs));
   for (int i = 0; i < forward_inputs; ++i) inputs.push_back(i < b.num_inputs() ? b.input(i) : GradValue{});
   bool reached = false;
   for (int k = 0; k < outputs; ++k) {
