@@ -7,6 +7,7 @@
 // entries past their length skip it; a length outside [0, seq] (which the reference reports as an error) is clamped.
 #include <cublas_v2.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "kernels/common/rnn_backward.h"
@@ -162,11 +163,12 @@ class CudaRnn final : public Kernel {
     if (p.batch == 0 || p.hidden == 0) return Status::ok();
     KILN_ASSIGN_OR_RETURN(cublasHandle_t blas, cuda::cublas_handle(ctx.stream));
 
-    // Two passes: sizes, then pointers into the scratch.
-    Buffers sizes = carve(nullptr, p);
-    bytes_ = sizes.bytes;
-    KILN_ASSIGN_OR_RETURN(void* base, scratch_.get(ctx.allocator, bytes_, "rnn scratch", stream));
-    const Buffers buf = carve(static_cast<char*>(base), p);
+    // Two passes: sizes, then pointers into the scratch (its start rounded up to 256 bytes, which cuBLAS's
+    // workspace needs; the allocator promises less).
+    bytes_ = carve(nullptr, p).bytes + 256;
+    KILN_ASSIGN_OR_RETURN(void* raw, scratch_.get(ctx.allocator, bytes_, "rnn scratch", stream));
+    const auto at = reinterpret_cast<uintptr_t>(raw);
+    const Buffers buf = carve(static_cast<char*>(raw) + ((256 - at % 256) % 256), p);
     // cuBLAS works in this kernel's scratch (the next cublas_handle() call's cublasSetStream resets it).
     KILN_RETURN_IF_ERROR(
         cuda::check(cublasSetWorkspace(blas, buf.blas_workspace, kBlasWorkspace), "cublasSetWorkspace"));
