@@ -1,10 +1,11 @@
-// CUDA LSTM, GRU and RNN forward, and LSTMBackward, GRUBackward and RNNBackward (float32). Per direction: X W^T for
-// every step in one cuBLAS GEMM, then per step one GEMM h R^T and one kernel of the cell's element math
-// (kernels/common/rnn_cell.h, shared with the reference and CPU kernels; GRU with linear_before_reset = 0 needs a
-// second GEMM and kernel for (r * h) R_h^T). The backward recomputes the forward, saving pre-activations and states,
-// walks the steps back (element kernel, then dh += dstep R), and ends with GEMMs over all steps (dW = dpre^T X,
-// dX += dpre W, dR = dpre^T h_prev) and column sums (dB, dP). sequence_lens is read on the device: every step runs,
-// entries past their length skip it; a length outside [0, seq] (which the reference reports as an error) is clamped.
+// CUDA LSTM, GRU and RNN forward, and LSTMBackward, GRUBackward and RNNBackward (float32; float16 and bfloat16
+// through float32 copies of every tensor). Per direction: X W^T for every step in one cuBLAS GEMM, then per step one
+// GEMM h R^T and one kernel of the cell's element math (kernels/common/rnn_cell.h, shared with the reference and CPU
+// kernels; GRU with linear_before_reset = 0 needs a second GEMM and kernel for (r * h) R_h^T). The backward
+// recomputes the forward, saving pre-activations and states, walks the steps back (element kernel, then
+// dh += dstep R), and ends with GEMMs over all steps (dW = dpre^T X, dX += dpre W, dR = dpre^T h_prev) and column
+// sums (dB, dP). sequence_lens is read on the device: every step runs, entries past their length skip it; a length
+// outside [0, seq] (which the reference reports as an error) is clamped.
 #include <cublas_v2.h>
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "kernels/cuda/cublaslt_gemm.h"  // DeviceScratch
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/indexing.cuh"
+#include "kernels/cuda/types.cuh"
 
 namespace kiln {
 namespace {
@@ -103,6 +105,17 @@ __global__ void peephole_kernel(const float* __restrict__ dpre, const float* __r
   }
 }
 
+// float16 / bfloat16 tensors run through float32 copies.
+template <class T>
+__global__ void widen_kernel(const T* __restrict__ src, float* __restrict__ dst, int64_t n) {
+  for (int64_t i = cuda::thread_index(); i < n; i += cuda::thread_count()) dst[i] = cuda::load(src[i]);
+}
+
+template <class T>
+__global__ void narrow_kernel(const float* __restrict__ src, T* __restrict__ dst, int64_t n) {
+  for (int64_t i = cuda::thread_index(); i < n; i += cuda::thread_count()) dst[i] = cuda::store<T>(src[i]);
+}
+
 // Row-major c = op(a) op(b) + beta c (beta 0 or 1) with cuBLAS (column-major): c^T = op(b)^T op(a)^T.
 Status gemm(cublasHandle_t blas, cudaStream_t stream, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -165,13 +178,39 @@ class CudaRnn final : public Kernel {
 
     // Two passes: sizes, then pointers into the scratch (its start rounded up to 256 bytes, which cuBLAS's
     // workspace needs; the allocator promises less).
-    bytes_ = carve(nullptr, p).bytes + 256;
+    bytes_ = carve(nullptr, ctx, p).bytes + 256;
     KILN_ASSIGN_OR_RETURN(void* raw, scratch_.get(ctx.allocator, bytes_, "rnn scratch", stream));
     const auto at = reinterpret_cast<uintptr_t>(raw);
-    const Buffers buf = carve(static_cast<char*>(raw) + ((256 - at % 256) % 256), p);
+    const Buffers buf = carve(static_cast<char*>(raw) + ((256 - at % 256) % 256), ctx, p);
     // cuBLAS works in this kernel's scratch (the next cublas_handle() call's cublasSetStream resets it).
     KILN_RETURN_IF_ERROR(
         cuda::check(cublasSetWorkspace(blas, buf.blas_workspace, kBlasWorkspace), "cublasSetWorkspace"));
+
+    // The float32 views of the inputs and outputs: the tensors themselves, or (16-bit floats) copies.
+    Io io;
+    io.in.assign(ctx.src.size(), nullptr);
+    io.out.assign(ctx.dst.size(), nullptr);
+    for (size_t i = 0; i < ctx.src.size(); ++i) {
+      const Tensor& t = ctx.src[i];
+      if (!t.defined() || static_cast<int>(i) == kSequenceLens) continue;
+      if (!buf.wide) {
+        io.in[i] = t.data<float>();
+        continue;
+      }
+      io.in[i] = buf.wide_in[i];
+      if (t.numel() == 0) continue;
+      const bool known = cuda::dispatch_float(t.dtype(), [&](auto tag) {
+        using T = cuda::type_of<decltype(tag)>;
+        widen_kernel<T>
+            <<<cuda::blocks_for(t.numel()), cuda::kThreads, 0, stream>>>(t.data<T>(), buf.wide_in[i], t.numel());
+      });
+      if (!known) return unsupported("RNN input ", i, " of type ", dtype_name(t.dtype()));
+      KILN_RETURN_IF_ERROR(launched("rnn widen kernel"));
+    }
+    for (size_t i = 0; i < ctx.dst.size(); ++i) {
+      io.out[i] = buf.wide ? buf.wide_out[i] : ctx.dst[i].data<float>();
+      if (buf.wide) KILN_RETURN_IF_ERROR(zero(io.out[i], ctx.dst[i].numel(), stream));
+    }
 
     const int64_t* lens = nullptr;
     if (static_cast<int>(ctx.src.size()) > kSequenceLens && ctx.src[kSequenceLens].defined()) {
@@ -189,7 +228,18 @@ class CudaRnn final : public Kernel {
       KILN_RETURN_IF_ERROR(launched("rnn lens kernel"));
       lens = buf.lens;
     }
-    for (int64_t d = 0; d < p.dirs; ++d) KILN_RETURN_IF_ERROR(direction(ctx, a, p, buf, lens, d, blas, stream));
+    for (int64_t d = 0; d < p.dirs; ++d) KILN_RETURN_IF_ERROR(direction(ctx, io, a, p, buf, lens, d, blas, stream));
+    if (!buf.wide) return Status::ok();
+    for (size_t i = 0; i < ctx.dst.size(); ++i) {
+      Tensor& t = ctx.dst[i];
+      if (t.numel() == 0) continue;
+      const bool known = cuda::dispatch_float(t.dtype(), [&](auto tag) {
+        using T = cuda::type_of<decltype(tag)>;
+        narrow_kernel<T><<<cuda::blocks_for(t.numel()), cuda::kThreads, 0, stream>>>(io.out[i], t.data<T>(), t.numel());
+      });
+      if (!known) return unsupported("RNN output ", i, " of type ", dtype_name(t.dtype()));
+      KILN_RETURN_IF_ERROR(launched("rnn narrow kernel"));
+    }
     return Status::ok();
   }
 
@@ -202,10 +252,16 @@ class CudaRnn final : public Kernel {
     int64_t* lens;
     float *pre, *hr, *h, *c, *q, *save_h, *save_c, *save_c_new, *save_extra;
     float *dpre, *dpre_r, *dstep, *dh, *dc, *dq;
+    bool wide;                              // 16-bit floats: float32 copies of every float tensor
+    std::vector<float*> wide_in, wide_out;  // per input / output
     size_t bytes;
   };
+  struct Io {
+    std::vector<const float*> in;  // per input; null where absent (and for sequence_lens)
+    std::vector<float*> out;
+  };
 
-  Buffers carve(char* base, const rnn::Problem& p) const {
+  Buffers carve(char* base, const KernelContext& ctx, const rnn::Problem& p) const {
     const int64_t rows = p.seq * p.batch, gh = p.gates * p.hidden, bh = p.batch * p.hidden;
     const bool lstm = spec_.cell == rnn::CellKind::kLstm, gru = spec_.cell == rnn::CellKind::kGru;
     Carve c(base);
@@ -229,13 +285,20 @@ class CudaRnn final : public Kernel {
       b.dc = c.take<float>(bh);
       b.dq = c.take<float>(bh);
     }
+    b.wide = ctx.src[kX].dtype() != DataType::kFloat32;
+    b.wide_in.assign(ctx.src.size(), nullptr);
+    b.wide_out.assign(ctx.dst.size(), nullptr);
+    if (b.wide) {
+      for (size_t i = 0; i < ctx.src.size(); ++i)
+        if (ctx.src[i].defined() && static_cast<int>(i) != kSequenceLens)
+          b.wide_in[i] = c.take<float>(ctx.src[i].numel());
+      for (size_t i = 0; i < ctx.dst.size(); ++i) b.wide_out[i] = c.take<float>(ctx.dst[i].numel());
+    }
     b.bytes = c.used();
     return b;
   }
 
-  static const float* optional(const KernelContext& ctx, int i) {
-    return i < static_cast<int>(ctx.src.size()) && ctx.src[i].defined() ? ctx.src[i].data<float>() : nullptr;
-  }
+  static const float* optional(const Io& io, int i) { return i < static_cast<int>(io.in.size()) ? io.in[i] : nullptr; }
 
   static Status zero(void* p, int64_t floats, cudaStream_t stream) {
     if (!p || floats <= 0) return Status::ok();
@@ -243,18 +306,18 @@ class CudaRnn final : public Kernel {
                        "cudaMemsetAsync (RNN scratch)");
   }
 
-  Status direction(KernelContext& ctx, const RnnCommonAttrs& a, const rnn::Problem& p, const Buffers& buf,
+  Status direction(KernelContext& ctx, const Io& io, const RnnCommonAttrs& a, const rnn::Problem& p, const Buffers& buf,
                    const int64_t* lens, int64_t d, cublasHandle_t blas, cudaStream_t stream) const {
     const int64_t H = p.hidden, I = p.input, B = p.batch, gh = p.gates * H, rows = p.seq * p.batch;
     const bool lstm = spec_.cell == rnn::CellKind::kLstm, gru = spec_.cell == rnn::CellKind::kGru;
     const bool split = gru && !spec_.lbr;
     const int64_t rec_cols = split ? 2 * H : gh;
-    const float* x = ctx.src[kX].data<float>();
-    const float* wd = ctx.src[kW].data<float>() + d * gh * I;
-    const float* rd = ctx.src[kR].data<float>() + d * gh * H;
-    const float* bias = optional(ctx, kB);
+    const float* x = io.in[kX];
+    const float* wd = io.in[kW] + d * gh * I;
+    const float* rd = io.in[kR] + d * gh * H;
+    const float* bias = optional(io, kB);
     const float* bd = bias ? bias + d * 2 * gh : nullptr;
-    const float* peep = lstm ? optional(ctx, kP) : nullptr;
+    const float* peep = lstm ? optional(io, kP) : nullptr;
     const StateLayout state{B, H, p.dirs, d, p.layout};
     const unsigned step_blocks = cuda::blocks_for(B * H);
 
@@ -286,7 +349,7 @@ class CudaRnn final : public Kernel {
     s.save_c = buf.save_c;
     s.save_c_new = buf.save_c_new;
     s.save_extra = buf.save_extra;
-    s.y = backward_ ? nullptr : ctx.dst[0].data<float>();
+    s.y = backward_ ? nullptr : io.out[0];
 
     // Forward.
     KILN_RETURN_IF_ERROR(gemm(blas, stream, false, true, rows, gh, I, x, I, wd, I, 0.f, buf.pre, gh));
@@ -295,10 +358,10 @@ class CudaRnn final : public Kernel {
                                                                               gru && spec_.lbr ? 2 * H : gh, rows * gh);
       KILN_RETURN_IF_ERROR(launched("rnn bias kernel"));
     }
-    load_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(optional(ctx, kInitialH), buf.h, state);
+    load_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(optional(io, kInitialH), buf.h, state);
     KILN_RETURN_IF_ERROR(launched("rnn load_state kernel"));
     if (lstm) {
-      load_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(optional(ctx, kInitialC), buf.c, state);
+      load_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(optional(io, kInitialC), buf.c, state);
       KILN_RETURN_IF_ERROR(launched("rnn load_state kernel"));
     }
     KILN_RETURN_IF_ERROR(zero(buf.q, B * H, stream));
@@ -319,10 +382,10 @@ class CudaRnn final : public Kernel {
       }
     }
     if (!backward_) {
-      store_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(buf.h, ctx.dst[1].data<float>(), state);
+      store_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(buf.h, io.out[1], state);
       KILN_RETURN_IF_ERROR(launched("rnn store_state kernel"));
       if (lstm) {
-        store_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(buf.c, ctx.dst[2].data<float>(), state);
+        store_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(buf.c, io.out[2], state);
         KILN_RETURN_IF_ERROR(launched("rnn store_state kernel"));
       }
       return Status::ok();
@@ -330,7 +393,7 @@ class CudaRnn final : public Kernel {
 
     // Backward.
     const int dy = rnn_grad_input::dy(lstm);
-    s.dy = optional(ctx, dy);
+    s.dy = optional(io, dy);
     s.dh = buf.dh;
     s.dc = buf.dc;
     s.dq = buf.dq;
@@ -339,10 +402,10 @@ class CudaRnn final : public Kernel {
     s.dpre_r = buf.dpre_r;
     KILN_RETURN_IF_ERROR(zero(buf.dpre, rows * gh, stream));
     KILN_RETURN_IF_ERROR(zero(buf.dpre_r, rows * gh, stream));
-    load_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(optional(ctx, dy + 1), buf.dh, state);
+    load_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(optional(io, dy + 1), buf.dh, state);
     KILN_RETURN_IF_ERROR(launched("rnn load_state kernel"));
     if (lstm) {
-      load_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(optional(ctx, dy + 2), buf.dc, state);
+      load_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(optional(io, dy + 2), buf.dc, state);
       KILN_RETURN_IF_ERROR(launched("rnn load_state kernel"));
     }
     for (int64_t k = p.seq - 1; k >= 0; --k) {
@@ -357,20 +420,19 @@ class CudaRnn final : public Kernel {
       }
       KILN_RETURN_IF_ERROR(gemm(blas, stream, false, false, B, H, rec_cols, buf.dstep, gh, rd, H, 1.f, buf.dh, H));
     }
-    store_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(buf.dh, ctx.dst[4].data<float>(), state);
+    store_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(buf.dh, io.out[4], state);
     KILN_RETURN_IF_ERROR(launched("rnn store_state kernel"));
     if (lstm) {
-      store_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(buf.dc, ctx.dst[5].data<float>(), state);
+      store_state_kernel<<<step_blocks, cuda::kThreads, 0, stream>>>(buf.dc, io.out[5], state);
       KILN_RETURN_IF_ERROR(launched("rnn store_state kernel"));
     }
 
     // Weights, input, biases, peepholes.
     const float* dpre_rec = buf.dpre_r ? buf.dpre_r : buf.dpre;
-    float* dwd = ctx.dst[1].data<float>() + d * gh * I;
-    float* drd = ctx.dst[2].data<float>() + d * gh * H;
+    float* dwd = io.out[1] + d * gh * I;
+    float* drd = io.out[2] + d * gh * H;
     KILN_RETURN_IF_ERROR(gemm(blas, stream, true, false, gh, I, rows, buf.dpre, gh, x, I, 0.f, dwd, I));
-    KILN_RETURN_IF_ERROR(
-        gemm(blas, stream, false, false, rows, I, gh, buf.dpre, gh, wd, I, 1.f, ctx.dst[0].data<float>(), I));
+    KILN_RETURN_IF_ERROR(gemm(blas, stream, false, false, rows, I, gh, buf.dpre, gh, wd, I, 1.f, io.out[0], I));
     if (split) {
       KILN_RETURN_IF_ERROR(gemm(blas, stream, true, false, 2 * H, H, rows, buf.dpre, gh, buf.save_h, H, 0.f, drd, H));
       KILN_RETURN_IF_ERROR(gemm(blas, stream, true, false, H, H, rows, buf.dpre + 2 * H, gh, buf.save_extra, H, 0.f,
@@ -378,14 +440,14 @@ class CudaRnn final : public Kernel {
     } else {
       KILN_RETURN_IF_ERROR(gemm(blas, stream, true, false, gh, H, rows, dpre_rec, gh, buf.save_h, H, 0.f, drd, H));
     }
-    float* dbd = ctx.dst[3].data<float>() + d * 2 * gh;
+    float* dbd = io.out[3] + d * 2 * gh;
     column_sum_kernel<<<cuda::blocks_for(gh), cuda::kThreads, 0, stream>>>(buf.dpre, rows, gh, gh, dbd);
     KILN_RETURN_IF_ERROR(launched("rnn column_sum kernel"));
     column_sum_kernel<<<cuda::blocks_for(gh), cuda::kThreads, 0, stream>>>(dpre_rec, rows, gh, gh, dbd + gh);
     KILN_RETURN_IF_ERROR(launched("rnn column_sum kernel"));
     if (lstm) {
       peephole_kernel<<<cuda::blocks_for(H), cuda::kThreads, 0, stream>>>(buf.dpre, buf.save_c, buf.save_c_new, rows, H,
-                                                                          ctx.dst[6].data<float>() + d * 3 * H);
+                                                                          io.out[6] + d * 3 * H);
       KILN_RETURN_IF_ERROR(launched("rnn peephole kernel"));
     }
     return Status::ok();
@@ -409,7 +471,10 @@ KernelImpl cuda_impl(const char* name, const char* op, rnn::CellKind cell, bool 
       .op = op,
       .backend = Backend::kCuda,
       .priority = 10,
-      .supports = [](const OpCall& call) { return require_float_dtypes(call, {DataType::kFloat32}); },
+      .supports =
+          [](const OpCall& call) {
+            return require_float_dtypes(call, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16});
+          },
       .create = [cell, backward](const OpCall& call) -> Result<std::unique_ptr<Kernel>> {
         return std::unique_ptr<Kernel>(std::make_unique<CudaRnn>(spec_of(call, cell), backward));
       },

@@ -226,6 +226,12 @@ void backward_cases(std::vector<OpCase>& cases) {
   auto lstm = [&](const char* name, LstmAttrs a, Feed f, Grads g = {}) {
     cases.push_back({"LSTMBackward", name, attrs(a), inputs(4, a, s, f, true, g), kF32, 2.0});
   };
+  cases.push_back({"LSTMBackward",
+                   "forward 16-bit",
+                   attrs(with<LstmAttrs>(kFwd)),
+                   inputs(4, with<LstmAttrs>(kFwd), {3, 2, 3, 4}, {}, true, {}),
+                   {DataType::kFloat16, DataType::kBFloat16},
+                   2.0});
   lstm("forward", with<LstmAttrs>(kFwd), {});
   lstm("bidirectional peepholes lens", with<LstmAttrs>(kBi), {.peepholes = true, .lens = {4, 2, 0}});
   lstm("reverse layout 1 dY_h only", with<LstmAttrs>(kRev, 1), {.bias = false, .initial = false},
@@ -241,6 +247,14 @@ void backward_cases(std::vector<OpCase>& cases) {
       a.linear_before_reset = lbr;
       cases.push_back({"GRUBackward", name + (lbr ? " lbr" : ""), attrs(a), inputs(3, a, s, f, false, g), kF32, 2.0});
     };
+    GruAttrs half = with<GruAttrs>(kFwd);
+    half.linear_before_reset = lbr;
+    cases.push_back({"GRUBackward",
+                     std::string("forward 16-bit") + (lbr ? " lbr" : ""),
+                     attrs(half),
+                     inputs(3, half, {3, 2, 3, 4}, {}, false, {}),
+                     {DataType::kFloat16, DataType::kBFloat16},
+                     2.0});
     gru("forward", with<GruAttrs>(kFwd), {});
     gru("bidirectional lens", with<GruAttrs>(kBi), {.lens = {2, 4, 0}});
     gru("reverse layout 1 dY only", with<GruAttrs>(kRev, 1), {.bias = false}, {.y_h = false});
