@@ -228,7 +228,7 @@ class CudaRnn final : public Kernel {
       KILN_RETURN_IF_ERROR(launched("rnn lens kernel"));
       lens = buf.lens;
     }
-    for (int64_t d = 0; d < p.dirs; ++d) KILN_RETURN_IF_ERROR(direction(ctx, io, a, p, buf, lens, d, blas, stream));
+    for (int64_t d = 0; d < p.dirs; ++d) KILN_RETURN_IF_ERROR(direction(io, a, p, buf, lens, d, blas, stream));
     if (!buf.wide) return Status::ok();
     for (size_t i = 0; i < ctx.dst.size(); ++i) {
       Tensor& t = ctx.dst[i];
@@ -306,7 +306,7 @@ class CudaRnn final : public Kernel {
                        "cudaMemsetAsync (RNN scratch)");
   }
 
-  Status direction(KernelContext& ctx, const Io& io, const RnnCommonAttrs& a, const rnn::Problem& p, const Buffers& buf,
+  Status direction(const Io& io, const RnnCommonAttrs& a, const rnn::Problem& p, const Buffers& buf,
                    const int64_t* lens, int64_t d, cublasHandle_t blas, cudaStream_t stream) const {
     const int64_t H = p.hidden, I = p.input, B = p.batch, gh = p.gates * H, rows = p.seq * p.batch;
     const bool lstm = spec_.cell == rnn::CellKind::kLstm, gru = spec_.cell == rnn::CellKind::kGru;
