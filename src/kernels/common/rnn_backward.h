@@ -29,7 +29,8 @@ struct CellSpec {
 inline Act to_act(const Fn& fn) { return {fn.kind, fn.alpha, fn.beta}; }
 
 /// Runs the backward. gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc): row-major c = op(a) op(b) + beta c
-/// (beta 0 or 1; with k == 0 it must still scale c). each(n, fn) calls fn(i) for i < n, in any order.
+/// (beta 0 or 1; with k == 0 it must still scale c). each(n, work, fn) calls fn(i) for i < n, in any
+/// order (`work`: about how many multiply-adds one call does, for choosing whether to use threads).
 template <class T, class Gemm, class Each>
 void host_backward(const Problem& p, const RnnCommonAttrs& a, const CellSpec& spec, const std::vector<int64_t>& lens,
                    const BackwardIo<T>& io, Gemm&& gemm, Each&& each) {
@@ -94,7 +95,7 @@ void host_backward(const Problem& p, const RnnCommonAttrs& a, const CellSpec& sp
     if (bd) {
       std::vector<T> bias(static_cast<size_t>(gh));
       for (int64_t j = 0; j < gh; ++j) bias[j] = bd[j] + (gru && spec.lbr && j >= 2 * H ? T(0) : bd[gh + j]);
-      each(rows, [&](int64_t row) {
+      each(rows, gh, [&](int64_t row) {
         for (int64_t j = 0; j < gh; ++j) pre[row * gh + j] += bias[j];
       });
     }
@@ -112,12 +113,12 @@ void host_backward(const Problem& p, const RnnCommonAttrs& a, const CellSpec& sp
     for (int64_t k = 0; k < steps; ++k) {
       s.k = k;
       gemm(false, true, B, rec_cols, H, h.data(), H, rd, H, T(0), hr.data(), gh);
-      each(B, [&](int64_t b) {
+      each(B, 8 * gh, [&](int64_t b) {
         for (int64_t j = 0; j < H; ++j) forward_element(s, 0, b, j);
       });
       if (split) {
         gemm(false, true, B, H, H, q.data(), H, rd + 2 * H * H, H, T(0), hr.data() + 2 * H, gh);
-        each(B, [&](int64_t b) {
+        each(B, 8 * gh, [&](int64_t b) {
           for (int64_t j = 0; j < H; ++j) forward_element(s, 1, b, j);
         });
       }
@@ -141,12 +142,12 @@ void host_backward(const Problem& p, const RnnCommonAttrs& a, const CellSpec& sp
       }
     for (int64_t k = steps - 1; k >= 0; --k) {
       s.k = k;
-      each(B, [&](int64_t b) {
+      each(B, 8 * gh, [&](int64_t b) {
         for (int64_t j = 0; j < H; ++j) backward_element(s, 0, b, j);
       });
       if (split) {
         gemm(false, false, B, H, H, dstep.data() + 2 * H, gh, rd + 2 * H * H, H, T(0), dq.data(), H);
-        each(B, [&](int64_t b) {
+        each(B, 8 * gh, [&](int64_t b) {
           for (int64_t j = 0; j < H; ++j) backward_element(s, 1, b, j);
         });
       }
@@ -172,7 +173,7 @@ void host_backward(const Problem& p, const RnnCommonAttrs& a, const CellSpec& sp
       gemm(true, false, gh, H, rows, dpre_rec, gh, save_h.data(), H, T(0), drd, H);
     }
     T* dbd = io.db + d * 2 * gh;
-    each(gh, [&](int64_t j) {
+    each(gh, 2 * rows, [&](int64_t j) {
       T sw = 0, sr = 0;
       for (int64_t row = 0; row < rows; ++row) {
         sw += dpre[row * gh + j];
@@ -183,7 +184,7 @@ void host_backward(const Problem& p, const RnnCommonAttrs& a, const CellSpec& sp
     });
     if (io.dp) {
       T* dpd = io.dp + d * 3 * H;
-      each(H, [&](int64_t j) {
+      each(H, 3 * rows, [&](int64_t j) {
         T si = 0, so = 0, sf = 0;
         for (int64_t row = 0; row < rows; ++row) {
           si += dpre[row * gh + j] * save_c[row * H + j];

@@ -110,6 +110,16 @@ KILN_HD T gate_grad(const Act& fn, T x, float clip) {
   return activate_grad(fn, x);
 }
 
+/// gate_grad given also y = gate(fn, x, clip): sigmoid and tanh take their derivative from y (no second exp).
+template <class T>
+KILN_HD T gate_grad(const Act& fn, T x, T y, float clip) {
+  const T c = clip;
+  if (clip > 0.f && (x < -c || x > c)) return T(0);
+  if (fn.kind == RnnActivation::kSigmoid) return y * (T(1) - y);
+  if (fn.kind == RnnActivation::kTanh) return T(1) - y * y;
+  return activate_grad(fn, x);
+}
+
 enum class CellKind : int { kLstm, kGru, kRnn };
 
 /// Everything one step of one direction touches. Per-step buffers ([batch, n]) are indexed by the batch entry;
@@ -246,7 +256,7 @@ KILN_HD void backward_element(const Step<T>& s, int phase, int64_t b, int64_t j)
   if (phase == 1) {  // GRU non-lbr: r's gradient through r * h
     const T dqv = s.dq[b * H + j];
     const T gr = gate(s.f, pre[H + j], s.clip);
-    const T dar = dqv * hp * gate_grad(s.f, pre[H + j], s.clip);
+    const T dar = dqv * hp * gate_grad(s.f, pre[H + j], gr, s.clip);
     s.dh[b * H + j] += dqv * gr;
     dpre[H + j] = dar;
     dstep[H + j] = dar;
@@ -261,8 +271,8 @@ KILN_HD void backward_element(const Step<T>& s, int phase, int64_t b, int64_t j)
     const T gc = gate(s.g, pc, s.clip);
     const T go = gate(s.f, po, s.clip);
     const T hc = activate(s.fh, cn);
-    const T dao = dh * hc * gate_grad(s.f, po, s.clip);
-    T dc = s.dc[b * H + j] + dh * go * activate_grad(s.fh, cn);
+    const T dao = dh * hc * gate_grad(s.f, po, go, s.clip);
+    T dc = s.dc[b * H + j] + dh * go * gate_grad(s.fh, cn, hc, 0.f);
     if (s.peep) dc += dao * T(s.peep[H + j]);
     T di = dc * gc;
     const T dgf = dc * cp;
@@ -271,12 +281,12 @@ KILN_HD void backward_element(const Step<T>& s, int phase, int64_t b, int64_t j)
     if (s.input_forget) {
       di -= dgf;
     } else {
-      daf = dgf * gate_grad(s.f, pf, s.clip);
+      daf = dgf * gate_grad(s.f, pf, gf, s.clip);
       if (s.peep) dcp += daf * T(s.peep[2 * H + j]);
     }
-    const T dai = di * gate_grad(s.f, pi, s.clip);
+    const T dai = di * gate_grad(s.f, pi, gi, s.clip);
     if (s.peep) dcp += dai * T(s.peep[j]);
-    const T dac = dc * gi * gate_grad(s.g, pc, s.clip);
+    const T dac = dc * gi * gate_grad(s.g, pc, gc, s.clip);
     dpre[j] = dstep[j] = dai;
     dpre[H + j] = dstep[H + j] = dao;
     dpre[2 * H + j] = dstep[2 * H + j] = daf;
@@ -287,15 +297,15 @@ KILN_HD void backward_element(const Step<T>& s, int phase, int64_t b, int64_t j)
     const T pz = pre[j], pr = pre[H + j], ph = pre[2 * H + j];
     const T gz = gate(s.f, pz, s.clip);
     const T gh_v = gate(s.g, ph, s.clip);
-    const T daz = dh * (hp - gh_v) * gate_grad(s.f, pz, s.clip);
-    const T dah = dh * (T(1) - gz) * gate_grad(s.g, ph, s.clip);
+    const T daz = dh * (hp - gh_v) * gate_grad(s.f, pz, gz, s.clip);
+    const T dah = dh * (T(1) - gz) * gate_grad(s.g, ph, gh_v, s.clip);
     s.dh[b * H + j] = dh * gz;
     dpre[j] = dstep[j] = daz;
     dpre[2 * H + j] = dah;
     if (s.lbr) {
       const T u = s.save_extra[row * H + j];
       const T gr = gate(s.f, pr, s.clip);
-      const T dar = dah * u * gate_grad(s.f, pr, s.clip);
+      const T dar = dah * u * gate_grad(s.f, pr, gr, s.clip);
       const T du = dah * gr;
       dpre[H + j] = dstep[H + j] = dar;
       dstep[2 * H + j] = du;

@@ -1,6 +1,7 @@
 // CPU LSTMBackward, GRUBackward and RNNBackward: the shared host algorithm (kernels/common/rnn_backward.h) in
 // float32 with oneDNN's sgemm for the larger products and the element math in parallel over batch entries.
 #include <dnnl.hpp>
+#include <vector>
 
 #include "core/parallel.h"
 #include "kernels/common/rnn_backward.h"
@@ -15,20 +16,26 @@ using namespace rnn_input;
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
           float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
-  if (k > 0 && m * n * k >= (int64_t{1} << 18)) {
+  if (k > 0 && m * n * k >= (int64_t{1} << 20)) {
     dnnl::sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc);
     return;
+  }
+  // op(b) as a [k, n] row-major matrix, so the inner loop runs over contiguous memory.
+  thread_local std::vector<float> bt;
+  if (tb) {
+    bt.resize(static_cast<size_t>(k * n));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t l = 0; l < k; ++l) bt[l * n + j] = b[j * ldb + l];
+    b = bt.data();
+    ldb = n;
   }
   for (int64_t i = 0; i < m; ++i) {
     float* ci = c + i * ldc;
     if (beta == 0.f) std::fill(ci, ci + n, 0.f);
     for (int64_t l = 0; l < k; ++l) {
       const float av = ta ? a[l * lda + i] : a[i * lda + l];
-      if (av == 0.f) continue;
-      if (tb)
-        for (int64_t j = 0; j < n; ++j) ci[j] += av * b[j * ldb + l];
-      else
-        for (int64_t j = 0; j < n; ++j) ci[j] += av * b[l * ldb + j];
+      const float* bl = b + l * ldb;
+      for (int64_t j = 0; j < n; ++j) ci[j] += av * bl[j];
     }
   }
 }
@@ -62,8 +69,10 @@ Status run_backward(KernelContext& ctx, rnn::CellSpec spec) {
     io.dc0 = ctx.dst[5].data<float>();
     io.dp = ctx.dst[6].data<float>();
   }
-  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(p.hidden * p.gates, 1));
-  rnn::host_backward(p, a, spec, lens, io, gemm, [grain](int64_t n, auto&& fn) { parallel_for(n, grain, fn); });
+  // Threads only for loops of more than about 2^15 multiply-adds: below that, waking them costs more.
+  rnn::host_backward(p, a, spec, lens, io, gemm, [](int64_t n, int64_t work, auto&& fn) {
+    parallel_for(n, std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(work, 1)), fn);
+  });
   return Status::ok();
 }
 

@@ -65,7 +65,7 @@ Status run_backward(KernelContext& ctx, rnn::CellSpec spec) {
   io.dr = out[2].data();
   io.db = out[3].data();
   io.dh0 = out[4].data();
-  rnn::host_backward(p, a, spec, lens, io, gemm, [](int64_t n, auto&& fn) {
+  rnn::host_backward(p, a, spec, lens, io, gemm, [](int64_t n, int64_t /*work*/, auto&& fn) {
     for (int64_t i = 0; i < n; ++i) fn(i);
   });
   for (size_t i = 0; i < out.size(); ++i)
