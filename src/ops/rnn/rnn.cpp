@@ -276,9 +276,82 @@ OpSchema rnn_schema(const RnnKind& kind) {
   return s;
 }
 
+// The backward ops: the forward's inputs, then dY, dY_h (and dY_c); outputs dX, dW, dR, dB, d_initial_h (and
+// d_initial_c, dP).
+Result<std::vector<TensorDesc>> infer_rnn_backward(const InferContext& ctx, const RnnCommonAttrs& a,
+                                                   const RnnKind& kind, const char* op) {
+  const int base = rnn_grad_input::dy(kind.lstm);
+  const int n = std::min(ctx.num_inputs(), base);
+  std::vector<TensorDesc> fwd_inputs;
+  std::vector<const Tensor*> fwd_values;
+  for (int i = 0; i < n; ++i) {
+    fwd_inputs.push_back(ctx.input(i));
+    fwd_values.push_back(ctx.value(i));
+  }
+  const InferContext fwd(ctx.attrs(), fwd_inputs, fwd_values);
+  KILN_ASSIGN_OR_RETURN(std::vector<TensorDesc> outs, infer_rnn(fwd, a, kind));
+  static constexpr const char* kGradNames[] = {"dY", "dY_h", "dY_c"};
+  static constexpr const char* kOutNames[] = {"Y", "Y_h", "Y_c"};
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const int i = base + static_cast<int>(k);
+    if (!ctx.has_input(i)) continue;
+    const TensorDesc& g = ctx.input(i);
+    if (g.dtype != outs[k].dtype)
+      return invalid_argument(op, ": ", kGradNames[k], " is ", dtype_name(g.dtype), " but ", kOutNames[k], " is ",
+                              dtype_name(outs[k].dtype), "; the gradient must have its output's type");
+    if (!dims_compatible(g.dims, outs[k].dims))
+      return invalid_argument(op, ": ", kGradNames[k], " has shape ", g.dims.to_string(), " but ", kOutNames[k],
+                              " has shape ", outs[k].dims.to_string(), "; the gradient must have its output's shape");
+  }
+  const DataType dtype = outs[0].dtype;
+  const Dims& w = ctx.input(rnn_input::kW).dims;
+  const int64_t hidden = outs[1].dims[2];
+  std::vector<TensorDesc> grads{{dtype, ctx.input(rnn_input::kX).dims, true},
+                                {dtype, w, true},
+                                {dtype, ctx.input(rnn_input::kR).dims, true},
+                                {dtype, Dims{w[0], times(2, w[1])}, true},
+                                outs[1]};
+  if (kind.lstm) {
+    grads.push_back(outs[2]);
+    grads.push_back({dtype, Dims{w[0], times(3, hidden)}, true});
+  }
+  return grads;
+}
+
+OpSchema rnn_backward_schema(const RnnKind& kind, const char* op) {
+  const std::string summary =
+      str_cat("gradient of ", kind.op, " with respect to X, W, R, B and the initial states (recomputes the forward)");
+  OpSchema s;
+  if (kind.lstm)
+    s = make_schema<LstmAttrs>(op, "rnn", summary);
+  else if (kind.gates == 3)
+    s = make_schema<GruAttrs>(op, "rnn", summary);
+  else
+    s = make_schema<RnnAttrs>(op, "rnn", summary);
+  s.input_names = {"X", "W", "R", "B", "sequence_lens", "initial_h"};
+  if (kind.lstm) {
+    s.input_names.push_back("initial_c");
+    s.input_names.push_back("P");
+  }
+  s.input_names.push_back("dY");
+  s.input_names.push_back("dY_h");
+  if (kind.lstm) s.input_names.push_back("dY_c");
+  s.min_inputs = 3;
+  s.max_inputs = static_cast<int>(s.input_names.size());
+  s.infer = [kind, op](const InferContext& ctx) -> Result<std::vector<TensorDesc>> {
+    if (kind.lstm) return infer_rnn_backward(ctx, ctx.attrs_as<LstmAttrs>(), kind, op);
+    if (kind.gates == 3) return infer_rnn_backward(ctx, ctx.attrs_as<GruAttrs>(), kind, op);
+    return infer_rnn_backward(ctx, ctx.attrs_as<RnnAttrs>(), kind, op);
+  };
+  return s;
+}
+
 KILN_REGISTER_OP(rnn_schema(kLstm));
 KILN_REGISTER_OP(rnn_schema(kGru));
 KILN_REGISTER_OP(rnn_schema(kRnn));
+KILN_REGISTER_OP(rnn_backward_schema(kLstm, "LSTMBackward"));
+KILN_REGISTER_OP(rnn_backward_schema(kGru, "GRUBackward"));
+KILN_REGISTER_OP(rnn_backward_schema(kRnn, "RNNBackward"));
 
 }  // namespace
 }  // namespace kiln

@@ -106,6 +106,17 @@ namespace rnn_input {
 inline constexpr int kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6, kP = 7;
 }
 
+/// The backward ops LSTMBackward, GRUBackward and RNNBackward take the forward op's attributes and inputs (X, W, R,
+/// B, sequence_lens, initial_h[, initial_c, P]) followed by the gradients of its outputs (dY, dY_h[, dY_c]; each
+/// optional: absent counts as zero). They recompute the forward internally (nothing is saved between the passes)
+/// and output dX, dW, dR, dB, d_initial_h[, d_initial_c, dP], each of the shape of its forward input (dB, d_initial_*
+/// and dP also when the forward input is absent). sequence_lens gets no gradient; where clip clamps a gate's
+/// pre-activation its gradient is 0.
+namespace rnn_grad_input {
+/// Index of dY: after the forward inputs (8 for LSTM, 6 for GRU and RNN); dY_h and dY_c follow.
+inline constexpr int dy(bool lstm) { return lstm ? 8 : 6; }
+}  // namespace rnn_grad_input
+
 /// The functions of one direction with their defaults: LSTM {sigmoid, tanh, tanh}, GRU {sigmoid, tanh}, RNN {tanh}.
 std::vector<RnnActivation> rnn_default_activations(int gate_functions);
 
