@@ -244,6 +244,7 @@ Result<TrainConfig> parse_train_config(const std::string& text, const std::strin
       {"grad_accumulation", set(t.grad_accumulation, i64)},
       {"disable_passes", set(t.disable_passes, str)},
       {"progress", set(t.progress, flag)},
+      {"profile", set(t.profile, flag)},
   };
   for (const auto& kv : root) {
     const std::string section = kv.first.Scalar();

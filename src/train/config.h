@@ -77,6 +77,9 @@ struct TrainConfig {
     /// Micro-batches of data.batch_size whose gradients are averaged before one optimizer step.
     int64_t grad_accumulation = 1;
     bool progress = true;
+    /// Time every layer of the training engine (each waits for the GPU, so steps get slower) and write
+    /// profile.txt in the run folder: the layers and kernels by total time.
+    bool profile = false;
   } trainer;
 
   /// The resolved config as YAML (saved in the run folder).

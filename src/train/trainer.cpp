@@ -308,6 +308,13 @@ Status Trainer::build_engines() {
     BuildReport report;
     KILN_ASSIGN_OR_RETURN(GraphRunner runner, GraphRunner::compile(*tg.graph, build, &report));
     train_runner_ = std::move(runner);
+    if (c.trainer.profile) {
+      train_runner_->context().set_layer_timer([this](std::string_view layer, std::string_view kernel, double ms) {
+        auto& [total, calls] = profile_[{std::string(kernel), std::string(layer)}];
+        total += ms;
+        ++calls;
+      });
+    }
     if (c.trainer.precision != "fp32") {
       int lowered = 0;
       for (const std::string& a : report.optimizer.applied) lowered += a.rfind("precision:", 0) == 0;
@@ -482,10 +489,12 @@ Result<TrainResult> Trainer::fit(const std::function<void(const TrainEvent&)>& o
   double window_loss = 0, epoch_loss = 0;
   int64_t window_correct = 0, window_seen = 0, window_steps = 0, epoch_correct = 0, epoch_seen = 0, epoch_steps = 0;
   auto window_t0 = std::chrono::steady_clock::now();
-  double epoch_train = 0;
+  double epoch_train = 0, epoch_data = 0;
   while (step_ < total_steps) {
     const auto step_t0 = std::chrono::steady_clock::now();
     KILN_ASSIGN_OR_RETURN(Batch batch, train_loader_->next());
+    const double waited = seconds_since(step_t0);
+    epoch_data += waited;
     double loss = 0;
     int64_t correct = 0;
     const int64_t accumulate = tc.grad_accumulation;
@@ -533,7 +542,8 @@ Result<TrainResult> Trainer::fit(const std::function<void(const TrainEvent&)>& o
       end.accuracy = static_cast<double>(epoch_correct) / std::max<int64_t>(epoch_seen, 1);
       end.elapsed_seconds = elapsed();
       end.epoch_train_seconds = epoch_train;
-      epoch_train = 0;
+      end.epoch_data_seconds = epoch_data;
+      epoch_train = epoch_data = 0;
       const bool last = step_ == total_steps || out_of_time;
       if (val_loader_ && ((tc.val_every && e.epoch % tc.val_every == 0) || last)) {
         KILN_ASSIGN_OR_RETURN(auto val, evaluate());
@@ -559,6 +569,7 @@ Result<TrainResult> Trainer::fit(const std::function<void(const TrainEvent&)>& o
     }
   }
   KILN_RETURN_IF_ERROR(sync_host());
+  if (c.trainer.profile) KILN_RETURN_IF_ERROR(write_profile());
   result.epochs = epoch_;
   result.steps = step_;
   result.skipped_steps = skipped_steps_;
@@ -577,7 +588,10 @@ Status Trainer::append_metrics(const TrainEvent& e) {
                       {"lr", e.lr},
                       {"time", e.elapsed_seconds}};
   if (!e.epoch_end) j["images_per_s"] = e.images_per_second;
-  if (e.epoch_end) j["train_time"] = e.epoch_train_seconds;
+  if (e.epoch_end) {
+    j["train_time"] = e.epoch_train_seconds;
+    j["data_time"] = e.epoch_data_seconds;
+  }
   if (e.val_loss) j["val_loss"] = *e.val_loss;
   if (e.val_accuracy) j["val_acc"] = *e.val_accuracy;
   if (scaler_) {
@@ -587,6 +601,41 @@ Status Trainer::append_metrics(const TrainEvent& e) {
   metrics_ << j.dump() << "\n";
   metrics_.flush();
   if (!metrics_) return Status(StatusCode::kIoError, "writing metrics.jsonl in '" + run_dir_ + "' failed");
+  return {};
+}
+
+// profile.txt: the training engine's kernels, then its layers, by total time over the profiled steps.
+Status Trainer::write_profile() const {
+  if (!is_root()) return {};
+  double all = 0;
+  std::map<std::string, std::pair<double, int64_t>> by_kernel;
+  std::vector<std::pair<double, std::string>> layers;
+  for (const auto& [key, value] : profile_) {
+    all += value.first;
+    by_kernel[key.first].first += value.first;
+    by_kernel[key.first].second += value.second;
+    layers.emplace_back(value.first, str_cat(key.second, "  [", key.first, "] x", value.second));
+  }
+  std::vector<std::pair<double, std::string>> kernels;
+  for (const auto& [kernel, v] : by_kernel) kernels.emplace_back(v.first, str_cat(kernel, " x", v.second));
+  std::sort(kernels.rbegin(), kernels.rend());
+  std::sort(layers.rbegin(), layers.rend());
+  const fs::path path = fs::path(run_dir_) / "profile.txt";
+  std::ofstream f(path, std::ios::trunc);
+  char line[64];
+  f << "kiln train profile: " << step_ << " steps, " << all
+    << " ms in timed layers (each layer waits for the device)\n";
+  f << "\n== kernels by total time (ms, share)\n";
+  for (const auto& [ms, what] : kernels) {
+    std::snprintf(line, sizeof line, "%10.1f %5.1f%%  ", ms, 100 * ms / std::max(all, 1e-9));
+    f << line << what << "\n";
+  }
+  f << "\n== the 60 slowest layers (ms, share)\n";
+  for (size_t i = 0; i < layers.size() && i < 60; ++i) {
+    std::snprintf(line, sizeof line, "%10.1f %5.1f%%  ", layers[i].first, 100 * layers[i].first / std::max(all, 1e-9));
+    f << line << layers[i].second << "\n";
+  }
+  if (!f) return Status(StatusCode::kIoError, "cannot write '" + path.string() + "'");
   return {};
 }
 

@@ -39,6 +39,7 @@ struct TrainEvent {
   int64_t skipped_steps = 0;       ///< fp16: optimizer steps skipped for overflowing gradients so far
   double elapsed_seconds = 0;      ///< training time so far (resumed runs include the earlier time)
   double epoch_train_seconds = 0;  ///< epoch end: the time its steps took (loading, forward, backward, update)
+  double epoch_data_seconds = 0;   ///< epoch end: the part of it spent waiting for the data loader
   std::optional<double> val_loss, val_accuracy;
   std::string snapshot;  ///< the snapshot written at this point, if any
 };
@@ -98,6 +99,7 @@ class Trainer {
   Status save_snapshot(const std::string& path);
   Status load_snapshot(const std::string& path);
   Status append_metrics(const TrainEvent& e);
+  Status write_profile() const;
 
   TrainConfig config_;
   std::string run_dir_;
@@ -124,6 +126,9 @@ class Trainer {
   Tensor loss_scale_tensor_;
   int64_t skipped_steps_ = 0;
   std::optional<GradAccumulator> accumulator_;
+  /// trainer.profile: (kernel, layer) -> total milliseconds and calls.
+  std::map<std::pair<std::string, std::string>, std::pair<double, int64_t>> profile_;
+  double data_seconds_ = 0;  ///< time fit() waited for the loader
   DistConfig dist_;
   std::unique_ptr<Communicator> comm_;
 
