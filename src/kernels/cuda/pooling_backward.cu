@@ -4,8 +4,12 @@
 // window's first maximum (the tap the forward picks, NaN as the reference compares); average pooling divides by the
 // window's count (count_include_pad: the taps inside the pads; else the taps inside x); Lp pooling scales by
 // sign(x) |x|^(p-1) / y^(p-1).
+// 2-D max pooling whose planes fit 32-bit indices (a CNN's stem) takes a faster path: one thread per output finds its
+// window's first maximum once (into scratch), then one thread per dx element sums the dy of the outputs that picked it,
+// in the same order. ResNet-50's stem pooling backward (batch 256, FP16) took 44 ms on the generic gather.
 #include <limits>
 
+#include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
 #include "ops/pooling/pooling.h"
@@ -127,6 +131,67 @@ __global__ void pooling_backward_kernel(PoolingMode mode, bool count_include_pad
   }
 }
 
+// The 2-D max fast path. Geometry in 32 bits: plane sizes below 2^31 (checked by the caller).
+struct Max2d {
+  int ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw;
+};
+
+// Per output: the in-plane index of its window's first maximum (the reference's choice), or -1 when the window is all
+// padding.
+template <class T>
+__global__ void max_pool2d_argmax(Max2d g, const T* x, int32_t* pick, int64_t outputs) {
+  const int64_t out_plane = int64_t{g.oh} * g.ow, in_plane = int64_t{g.ih} * g.iw;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < outputs; i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t plane = i / out_plane;
+    const int at = static_cast<int>(i - plane * out_plane);
+    const int oy = at / g.ow, ox = at - oy * g.ow;
+    const T* xp = x + plane * in_plane;
+    float best = -INFINITY;
+    int32_t best_at = -1;
+    for (int ky = 0; ky < g.kh; ++ky) {
+      const int y = oy * g.sh - g.ph + ky * g.dh;
+      if (y < 0 || y >= g.ih) continue;
+      for (int kx = 0; kx < g.kw; ++kx) {
+        const int xx = ox * g.sw - g.pw + kx * g.dw;
+        if (xx < 0 || xx >= g.iw) continue;
+        const float v = cuda::to_float(xp[y * g.iw + xx]);
+        if (best_at < 0 || v > best) {
+          best = v;
+          best_at = y * g.iw + xx;
+        }
+      }
+    }
+    pick[i] = best_at;
+  }
+}
+
+// Per dx element: the sum of dy over the outputs whose window holds it and picked it, outputs in row-major order.
+template <class T>
+__global__ void max_pool2d_scatter_free(Max2d g, const T* dy, const int32_t* pick, T* dx, int64_t n) {
+  const int64_t out_plane = int64_t{g.oh} * g.ow, in_plane = int64_t{g.ih} * g.iw;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t plane = i / in_plane;
+    const int at = static_cast<int>(i - plane * in_plane);
+    const int y = at / g.iw, xx = at - y * g.iw;
+    // Outputs o with o * s <= pos + pad <= o * s + (k - 1) * d.
+    auto range = [](int pos, int pad, int k, int s, int d, int out, int& lo, int& hi) {
+      const int base = pos + pad, first = base - (k - 1) * d;
+      lo = first <= 0 ? 0 : (first + s - 1) / s;
+      hi = min(base / s, out - 1);
+    };
+    int ylo, yhi, xlo, xhi;
+    range(y, g.ph, g.kh, g.sh, g.dh, g.oh, ylo, yhi);
+    range(xx, g.pw, g.kw, g.sw, g.dw, g.ow, xlo, xhi);
+    const T* gp = dy + plane * out_plane;
+    const int32_t* pp = pick + plane * out_plane;
+    float acc = 0.f;
+    for (int oy = ylo; oy <= yhi; ++oy)
+      for (int ox = xlo; ox <= xhi; ++ox)
+        if (pp[oy * g.ow + ox] == at) acc += cuda::to_float(gp[oy * g.ow + ox]);
+    dx[i] = cuda::from_float<T>(acc);
+  }
+}
+
 Status check_geometry(const PoolingGeometry& pg) {
   if (pg.spatial < 1) return unsupported("cuda.pooling_backward needs at least one spatial dim");
   for (int d = 0; d < pg.spatial; ++d)
@@ -136,7 +201,7 @@ Status check_geometry(const PoolingGeometry& pg) {
 }
 
 template <class T>
-Status launch(KernelContext& ctx) {
+Status launch(KernelContext& ctx, cuda::DeviceScratch& scratch, size_t& bytes) {
   const auto& a = ctx.attrs<PoolingAttrs>();
   const Tensor& x = ctx.src[1];
   Tensor& dx = ctx.dst[0];
@@ -160,19 +225,42 @@ Status launch(KernelContext& ctx) {
   if (ctx.src[0].numel() != pg.batch * pg.channels * g.out_plane)
     return invalid_argument("PoolingBackward dy ", ctx.src[0].dims().to_string(),
                             " does not have the pooling output's size for x ", x.dims().to_string());
-  pooling_backward_kernel<T><<<cuda::grid_for(n), 256, 0, cuda::native(ctx.stream)>>>(
+  const cudaStream_t stream = cuda::native(ctx.stream);
+  const int64_t outputs = pg.batch * pg.channels * g.out_plane;
+  if (a.mode == PoolingMode::kMax && g.r == 2 && g.in_plane < (int64_t{1} << 31) && outputs > 0) {
+    const Max2d m{static_cast<int>(g.in[0]),       static_cast<int>(g.in[1]),        static_cast<int>(g.out[0]),
+                  static_cast<int>(g.out[1]),      static_cast<int>(g.kernel[0]),    static_cast<int>(g.kernel[1]),
+                  static_cast<int>(g.stride[0]),   static_cast<int>(g.stride[1]),    static_cast<int>(g.dilation[0]),
+                  static_cast<int>(g.dilation[1]), static_cast<int>(g.pad_begin[0]), static_cast<int>(g.pad_begin[1])};
+    bytes = static_cast<size_t>(outputs) * sizeof(int32_t);
+    KILN_ASSIGN_OR_RETURN(void* p, scratch.get(ctx.allocator, bytes, "PoolingBackward window maxima", stream));
+    auto* pick = static_cast<int32_t*>(p);
+    max_pool2d_argmax<T><<<cuda::grid_for(outputs), 256, 0, stream>>>(m, x.data<T>(), pick, outputs);
+    KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "max pooling backward (maxima) kernel launch"));
+    max_pool2d_scatter_free<T><<<cuda::grid_for(n), 256, 0, stream>>>(m, ctx.src[0].data<T>(), pick, dx.data<T>(), n);
+    return cuda::check(cudaGetLastError(), "max pooling backward kernel launch");
+  }
+  pooling_backward_kernel<T><<<cuda::grid_for(n), 256, 0, stream>>>(
       a.mode, a.count_include_pad, static_cast<float>(a.p), g, ctx.src[0].data<T>(), x.data<T>(), dx.data<T>(), n);
   return cuda::check(cudaGetLastError(), "pooling backward kernel launch");
 }
 
-Status run_pooling_backward(KernelContext& ctx) {
-  switch (ctx.src[1].dtype()) {
-    case DataType::kFloat32: return launch<float>(ctx);
-    case DataType::kFloat16: return launch<__half>(ctx);
-    case DataType::kBFloat16: return launch<__nv_bfloat16>(ctx);
-    default: return unsupported("PoolingBackward on ", dtype_name(ctx.src[1].dtype()));
+class PoolingBackward final : public Kernel {
+ public:
+  Status run(KernelContext& ctx) override {
+    switch (ctx.src[1].dtype()) {
+      case DataType::kFloat32: return launch<float>(ctx, scratch_, bytes_);
+      case DataType::kFloat16: return launch<__half>(ctx, scratch_, bytes_);
+      case DataType::kBFloat16: return launch<__nv_bfloat16>(ctx, scratch_, bytes_);
+      default: return unsupported("PoolingBackward on ", dtype_name(ctx.src[1].dtype()));
+    }
   }
-}
+  size_t workspace_bytes() const override { return bytes_; }
+
+ private:
+  cuda::DeviceScratch scratch_;  ///< the 2-D max path's window maxima
+  size_t bytes_ = 0;
+};
 
 KILN_REGISTER_KERNEL(KernelImpl{
     .name = "cuda.pooling_backward",
@@ -189,7 +277,9 @@ KILN_REGISTER_KERNEL(KernelImpl{
       KILN_ASSIGN_OR_RETURN(PoolingGeometry g, pooling_geometry(a, call.inputs[1].dims));
       return check_geometry(g);
     },
-    .create = stateless(run_pooling_backward),
+    .create = [](const OpCall&) -> Result<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(std::make_unique<PoolingBackward>());
+    },
 });
 
 }  // namespace
