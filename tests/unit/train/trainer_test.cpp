@@ -64,10 +64,10 @@ TEST(Trainer, GradAccumulationMatchesOneBigBatch) {
   ASSERT_FALSE(big.params.empty());
   ASSERT_EQ(big.result.steps, 8);
   ASSERT_EQ(halves.result.steps, 16);  // micro-batches
-  EXPECT_LT(max_rel_diff(big, halves), 1e-4);
+  EXPECT_LT(max_rel_diff(big, halves), 1e-3);  // rounding (the run to run spread is ~1e-4)
   // Without accumulation the halves take twice the steps and end elsewhere.
   const TrainedRun small = train({"data.batch_size=16"}, "small");
-  EXPECT_GT(max_rel_diff(big, small), 1e-3);
+  EXPECT_GT(max_rel_diff(big, small), 1.0);
 }
 
 TEST(Trainer, Float16LossScalingAtAPowerOfTwoChangesNothingWhereNothingRunsInFloat16) {
@@ -79,7 +79,7 @@ TEST(Trainer, Float16LossScalingAtAPowerOfTwoChangesNothingWhereNothingRunsInFlo
   ASSERT_FALSE(plain.params.empty());
   EXPECT_EQ(scaled.result.skipped_steps, 0);
   EXPECT_EQ(scaled.result.loss_scale, 1024);
-  EXPECT_LT(max_rel_diff(plain, scaled), 1e-4);
+  EXPECT_LT(max_rel_diff(plain, scaled), 1e-3);  // an unscaling mistake would be off by 1024x
 }
 
 TEST(Trainer, Float16OverflowSkipsStepsAndLowersTheScale) {
