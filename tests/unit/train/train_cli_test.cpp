@@ -164,24 +164,34 @@ TEST(TrainCli, TwoProcessesDataParallelFollowOneProcessWithTheSameGlobalBatch) {
   pid_t one = spawn(with("one"), (dir / "one.log").string());
   ASSERT_GT(one, 0);
   ASSERT_EQ(wait_for(one), 0) << slurp((dir / "one.log").string());
-  const std::string port = "MASTER_PORT=" + std::to_string(free_port());
-  std::vector<pid_t> ranks;
-  for (int r = 0; r < 2; ++r) {
-    const std::string log = (dir / ("rank" + std::to_string(r) + ".log")).string();
-    ranks.push_back(
-        spawn(with("two"), log,
-              {"RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", port}));
-    ASSERT_GT(ranks.back(), 0);
-  }
-  for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(wait_for(ranks[r]), 0) << slurp((dir / ("rank" + std::to_string(r) + ".log")).string());
   const auto want = step_losses(dir / "one");
-  const auto got = step_losses(dir / "two");
   ASSERT_EQ(want.size(), 10u);
-  ASSERT_EQ(got.size(), want.size()) << slurp((dir / "rank0.log").string());
-  // The same samples per step and the mean of the halves' gradients: the same curve up to summation order.
-  for (const auto& [step, loss] : want) EXPECT_NEAR(got.at(step), loss, 2e-4 * (1 + std::abs(loss))) << "step " << step;
-  EXPECT_NE(slurp((dir / "rank0.log").string()).find("data parallel over 2 processes"), std::string::npos);
+  // Launched as a cluster launcher does (RANK, WORLD_SIZE, ...), then as `mpirun -np 2` does (Open MPI's
+  // OMPI_COMM_WORLD_* variables; MASTER_ADDR defaults to this machine).
+  for (const std::string launch : {"env", "mpirun"}) {
+    SCOPED_TRACE(launch);
+    const std::string port = "MASTER_PORT=" + std::to_string(free_port());
+    std::vector<pid_t> ranks;
+    for (int r = 0; r < 2; ++r) {
+      const std::string log = (dir / (launch + std::to_string(r) + ".log")).string();
+      const std::string rank = std::to_string(r);
+      const std::vector<std::string> env =
+          launch == "env"
+              ? std::vector<std::string>{"RANK=" + rank, "WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1", port}
+              : std::vector<std::string>{"OMPI_COMM_WORLD_RANK=" + rank, "OMPI_COMM_WORLD_SIZE=2",
+                                         "OMPI_COMM_WORLD_LOCAL_RANK=" + rank, port};
+      ranks.push_back(spawn(with(launch), log, env));
+      ASSERT_GT(ranks.back(), 0);
+    }
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(wait_for(ranks[r]), 0) << slurp((dir / (launch + std::to_string(r) + ".log")).string());
+    const auto got = step_losses(dir / launch);
+    ASSERT_EQ(got.size(), want.size()) << slurp((dir / (launch + "0.log")).string());
+    // The same samples per step and the mean of the halves' gradients: the same curve up to summation order.
+    for (const auto& [step, loss] : want)
+      EXPECT_NEAR(got.at(step), loss, 2e-4 * (1 + std::abs(loss))) << "step " << step;
+    EXPECT_NE(slurp((dir / (launch + "0.log")).string()).find("data parallel over 2 processes"), std::string::npos);
+  }
   fs::remove_all(dir);
 }
 
