@@ -210,7 +210,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config, cons
     if (!c.trainer.loss_scale_dynamic) so.min_scale = so.max_scale = so.init_scale;  // a fixed scale
     so.growth_interval = c.trainer.loss_scale_window;
     KILN_ASSIGN_OR_RETURN(DynamicLossScaler scaler, DynamicLossScaler::create(so, "trainer"));
-    t->scaler_ = std::move(scaler);
+    t->scaler_ = scaler;
   }
   const int64_t per_epoch = t->train_loader_->batches_per_epoch();
   const int64_t total =
@@ -424,6 +424,7 @@ Status Trainer::update_parameters() {
     // The mean of the ranks' gradients: summed here, divided in the step. Buffers (BatchNorm's running
     // statistics) follow rank 0's, as PyTorch's DistributedDataParallel does.
     std::vector<Tensor> grads;
+    grads.reserve(params.size());
     for (const Parameter& p : params) grads.push_back(p.grad);
     KILN_RETURN_IF_ERROR(comm_->all_reduce_sum(grads, stream()));
     so.grad_scale *= comm_->world_size();
@@ -617,6 +618,7 @@ Status Trainer::write_profile() const {
     layers.emplace_back(value.first, str_cat(key.second, "  [", key.first, "] x", value.second));
   }
   std::vector<std::pair<double, std::string>> kernels;
+  kernels.reserve(by_kernel.size());
   for (const auto& [kernel, v] : by_kernel) kernels.emplace_back(v.first, str_cat(kernel, " x", v.second));
   std::sort(kernels.rbegin(), kernels.rend());
   std::sort(layers.rbegin(), layers.rend());

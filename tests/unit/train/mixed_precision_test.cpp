@@ -49,7 +49,7 @@ TEST(MixedPrecision, TrainingGraphRunsConvolutionsAndBatchNormInFloat16) {
     }
     if (op == "BatchNormalizationTraining") {
       EXPECT_EQ(n->inputs[0]->dtype, DataType::kFloat16) << n->name;
-      EXPECT_EQ(n->inputs[1]->dtype, DataType::kFloat32) << n->name;  // scale
+      EXPECT_EQ(n->inputs[1]->dtype, DataType::kFloat32) << n->name;   // scale
       EXPECT_EQ(n->outputs[3]->dtype, DataType::kFloat32) << n->name;  // running mean
       ++lowered;
     }

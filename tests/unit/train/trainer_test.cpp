@@ -63,7 +63,7 @@ TEST(Trainer, GradAccumulationMatchesOneBigBatch) {
   const TrainedRun halves = train({"data.batch_size=16", "trainer.grad_accumulation=2"}, "halves");
   ASSERT_FALSE(big.params.empty());
   ASSERT_EQ(big.result.steps, 8);
-  ASSERT_EQ(halves.result.steps, 16);  // micro-batches
+  ASSERT_EQ(halves.result.steps, 16);          // micro-batches
   EXPECT_LT(max_rel_diff(big, halves), 1e-3);  // rounding (the run to run spread is ~1e-4)
   // Without accumulation the halves take twice the steps and end elsewhere.
   const TrainedRun small = train({"data.batch_size=16"}, "small");
