@@ -134,11 +134,16 @@ Result<std::string> build_engine(const Graph& input_graph, const BuildOptions& o
   PassOptions pass_options = options.passes;
   pass_options.backend = backend_hook(options.backend);
   pass_options.precision.prefer_fp16 = options.backend == Backend::kCuda;
-  // cuDNN's tensor-core convolutions want NHWC; other backends run layout-nhwc only when asked to.
+  // cuDNN's tensor-core convolutions want NHWC (float16/bfloat16, batch >= 8); oneDNN's NHWC kernels (brgemm
+  // convolutions, depthwise, pooling) run float32 activations channels-last from layer to layer on the CPU, where
+  // NCHW would cost a reorder into oneDNN's layout and back around every convolution.
   if (options.backend == Backend::kCuda) {
     pass_options.layout.channels_last = true;
     pass_options.layout.reduced_precision_only = true;
     pass_options.layout.min_batch = 8;
+  } else if (options.backend == Backend::kCpu) {
+    pass_options.layout.channels_last = true;
+    pass_options.layout.pooling_joins_only = true;
   }
   KILN_RETURN_IF_ERROR(run_passes(*optimized, pass_options, &rep.optimizer));
   const Graph& graph = *optimized;

@@ -123,6 +123,9 @@ class Rewrite {
     return Status::ok();
   }
 
+  // True when `v` has an NHWC form already (a converted layer's output or a transpose made before).
+  bool has_nhwc(const Value* v) const { return nhwc_.count(v) > 0; }
+
   // Drops the transposes back that nobody reads; the number of transposes left (in and back).
   Result<int> finish() {
     int left = static_cast<int>(to_nhwc_.size());
@@ -181,6 +184,11 @@ Status layout_nhwc(PassContext& ctx) {
     if (batch >= 0 && batch < ctx.layout().min_batch) {
       ctx.refused(str_cat("'", name, "' (", op, ") channels-last: batch ", batch, " is below ", ctx.layout().min_batch,
                           ", where NCHW kernels are faster"));
+      continue;
+    }
+    if (op == "Pooling" && ctx.layout().pooling_joins_only && !rewrite.has_nhwc(n->inputs[0])) {
+      ctx.refused(str_cat("'", name, "' (", op, ") channels-last: its input is NCHW, and a pooling layer does not ",
+                          "start a channels-last region here (the transposes would cost more than they save)"));
       continue;
     }
     if (Status st = rewrite.convert(n, std::move(attrs)); !st.is_ok()) {

@@ -37,6 +37,9 @@ struct LayoutOptions {
   /// kernels lose at small batches: ResNet-50 FP16 on an H100 took 2.89 ms NHWC against 1.20 ms NCHW at batch 1,
   /// and 4.59 ms against 12.67 ms at batch 128.
   int64_t min_batch = 0;
+  /// Pooling goes channels-last only where its input already is (it joins an NHWC region, never starts one): a
+  /// pooling layer alone would cost a transpose in and out for nothing (the CPU builder sets it).
+  bool pooling_joins_only = false;
 };
 
 class PassContext {

@@ -228,7 +228,23 @@ dnnl::primitive_attr epilogue_attr(const OnednnProblem& p) {
   return attr;
 }
 
+// Channels-last weights [M, kH, kW, C/G] in oneDNN's logical order ([G,] O, I, kH, kW).
+memory::desc nhwc_weights_desc(const Dims& w, int64_t group) {
+  const int64_t m = w[0], kh = w[1], kw = w[2], ig = w[3];
+  if (group == 1) return memory::desc({m, ig, kh, kw}, memory::data_type::f32, memory::format_tag::ohwi);
+  return memory::desc({group, m / group, ig, kh, kw}, memory::data_type::f32, memory::format_tag::gohwi);
+}
+
+bool is_channels_last(const OpCall& call) {
+  return call.schema->name == "Convolution" && call.attrs_as<ConvolutionAttrs>().channels_last;
+}
+
+// The problem of a channels-last convolution: the geometry from the NCHW views, NHWC memory descriptors.
+Result<OnednnProblem> onednn_problem_nhwc(const OpCall& call, const Dims& x, const Dims& w, const Dims& y,
+                                          bool has_bias);
+
 Result<OnednnProblem> onednn_problem(const OpCall& call, const Dims& x, const Dims& w, const Dims& y, bool has_bias) {
+  if (is_channels_last(call)) return onednn_problem_nhwc(call, x, w, y, has_bias);
   OnednnProblem p;
   p.deconv = call.schema->name == "Deconvolution";
   ConvWindow win;
@@ -264,6 +280,22 @@ Result<OnednnProblem> onednn_problem(const OpCall& call, const Dims& x, const Di
   p.dst = onednn::plain_desc(y, DataType::kFloat32);
   p.wei = weights_desc(w, group, p.deconv);
   if (has_bias) p.bias = onednn::plain_desc(Dims{y[1]}, DataType::kFloat32);
+  return p;
+}
+
+Result<OnednnProblem> onednn_problem_nhwc(const OpCall& call, const Dims& x, const Dims& w, const Dims& y,
+                                          bool has_bias) {
+  if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4)
+    return unsupported("a channels_last convolution is 2-D: x [N, H, W, C], w [M, kH, kW, C/group]");
+  ConvolutionAttrs nchw = call.attrs_as<ConvolutionAttrs>();
+  nchw.channels_last = false;
+  OpCall view = call;
+  view.attrs = &nchw;
+  KILN_ASSIGN_OR_RETURN(OnednnProblem p,
+                        onednn_problem(view, nhwc_to_nchw(x), nhwc_to_nchw(w), nhwc_to_nchw(y), has_bias));
+  p.src = onednn::nhwc_desc(x, DataType::kFloat32);
+  p.dst = onednn::nhwc_desc(y, DataType::kFloat32);
+  p.wei = nhwc_weights_desc(w, nchw.group);
   return p;
 }
 
@@ -457,6 +489,9 @@ class OnednnConvolution final : public Kernel {
       y_dims_ = y.dims();
       ready_ = true;
     }
+    if (!plan_ && is_channels_last(ctx.call))
+      return unsupported("oneDNN declined this channels_last convolution at run time (x ", x.dims().to_string(),
+                         "); the own loops are NCHW only: build the engine with `--disable-pass layout-nhwc`");
     if (!plan_) return deconv ? deconv_loops(ctx) : conv_loops_with_epilogue(ctx);
     return onednn::guard("convolution", [&] {
       auto& s = onednn::stream();
@@ -517,17 +552,31 @@ class OnednnConvolution final : public Kernel {
   std::optional<OnednnPlan> plan_;
 };
 
-// oneDNN takes a problem when it is f32 and, for static shapes, a primitive can be made for it.
-// The CPU kernels take NCHW activations only; channels_last layers are made for CUDA (the layout-nhwc pass).
+// The own loops take NCHW activations only; channels_last (the layout-nhwc pass) is oneDNN's.
 Status reject_channels_last(const OpCall& call) {
-  if (call.schema->name == "Convolution" && call.attrs_as<ConvolutionAttrs>().channels_last)
-    return unsupported("the CPU convolutions take NCHW tensors, not channels_last (NHWC)");
+  if (is_channels_last(call)) return unsupported("the CPU convolution loops take NCHW tensors, not channels_last (NHWC)");
   return Status::ok();
 }
 
+// Channels-last on the CPU pays where oneDNN's NHWC kernels are fast: not for a few input channels per group
+// other than depthwise (a network's first convolution over RGB stays NCHW), and only with static shapes
+// (oneDNN must take the problem at build time: the own loops cannot stand in for it at run time).
+Status channels_last_supports(const OpCall& call) {
+  if (!is_channels_last(call)) return Status::ok();
+  const Dims& x = call.inputs[0].dims;
+  const Dims& w = call.inputs[1].dims;
+  if (!x.is_static() || !w.is_static() || !call.outputs[0].dims.is_static())
+    return unsupported("channels_last on the CPU needs static shapes");
+  const int64_t group = call.attrs_as<ConvolutionAttrs>().group;
+  if (x.rank() == 4 && w.rank() == 4 && w[3] < 8 && !(group > 1 && w[3] == 1))
+    return unsupported("channels_last with ", w[3], " input channels per group: oneDNN's NCHW kernels are faster");
+  return Status::ok();
+}
+
+// oneDNN takes a problem when it is f32 and, for static shapes, a primitive can be made for it.
 Status onednn_supports(const OpCall& call) {
   KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
-  KILN_RETURN_IF_ERROR(reject_channels_last(call));
+  KILN_RETURN_IF_ERROR(channels_last_supports(call));
   const Dims& x = call.inputs[0].dims;
   if (x.rank() > 5) return unsupported("oneDNN has no convolution over more than 3 spatial axes");
   if (call.schema->name == "Convolution") {

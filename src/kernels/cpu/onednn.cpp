@@ -47,6 +47,11 @@ dnnl::memory::desc plain_desc(const Dims& dims, DataType dtype) {
   return dnnl::memory::desc(d, *to_dnnl(dtype), strides);
 }
 
+dnnl::memory::desc nhwc_desc(const Dims& nhwc, DataType dtype) {
+  const int64_t n = nhwc[0], h = nhwc[1], w = nhwc[2], c = nhwc[3];
+  return dnnl::memory::desc({n, c, h, w}, *to_dnnl(dtype), dnnl::memory::format_tag::nhwc);
+}
+
 dnnl::memory::desc strided_desc(const Tensor& t) {
   if (t.rank() == 0) return plain_desc(t.dims(), t.dtype());
   return dnnl::memory::desc(to_dims(t.dims()), *to_dnnl(t.dtype()),

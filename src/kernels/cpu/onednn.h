@@ -16,6 +16,8 @@ std::optional<dnnl::memory::data_type> to_dnnl(DataType dtype);
 dnnl::memory::dims to_dims(const Dims& dims);
 /// Row-major descriptor; rank 0 becomes a 1-element 1-D tensor.
 dnnl::memory::desc plain_desc(const Dims& dims, DataType dtype);
+/// A channels-last activation [N, H, W, C] as oneDNN sees it: logical dims [N, C, H, W] over NHWC memory.
+dnnl::memory::desc nhwc_desc(const Dims& nhwc, DataType dtype);
 /// Descriptor with the tensor's own strides.
 dnnl::memory::desc strided_desc(const Tensor& t);
 dnnl::memory memory(const dnnl::memory::desc& desc, const Tensor& t);

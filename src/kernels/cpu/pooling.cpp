@@ -42,9 +42,12 @@ Result<dnnl::pooling_v2_forward::primitive_desc> pooling_pd(const PoolingAttrs& 
                                                : alg::pooling_avg_exclude_padding;
   std::optional<dnnl::pooling_v2_forward::primitive_desc> pd;
   Status s = onednn::guard("pooling", [&] {
-    dnnl::pooling_v2_forward::desc d(
-        dnnl::prop_kind::forward_inference, algo, onednn::plain_desc(x, DataType::kFloat32),
-        onednn::plain_desc(y, DataType::kFloat32), strides, kernel, dilation, pad_l, pad_r);
+    // channels_last: x and y are [N, H, W, C], which oneDNN sees as NCHW over NHWC memory.
+    const auto desc = [&](const Dims& d) {
+      return a.channels_last ? onednn::nhwc_desc(d, DataType::kFloat32) : onednn::plain_desc(d, DataType::kFloat32);
+    };
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algo, desc(x), desc(y), strides, kernel,
+                                     dilation, pad_l, pad_r);
     pd.emplace(d, onednn::engine());
   });
   if (!s.is_ok()) return s;
@@ -54,7 +57,6 @@ Result<dnnl::pooling_v2_forward::primitive_desc> pooling_pd(const PoolingAttrs& 
 Status onednn_supports(const OpCall& call) {
   KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
   const auto& a = call.attrs_as<PoolingAttrs>();
-  if (a.channels_last) return unsupported("oneDNN pooling here takes NCHW tensors, not channels_last (NHWC)");
   if (a.mode == PoolingMode::kLp) return unsupported("oneDNN has no Lp pooling");
   if (a.return_indices) return unsupported("oneDNN's max pooling workspace is not ONNX indices");
   const Dims& x = call.inputs[0].dims;

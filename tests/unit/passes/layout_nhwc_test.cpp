@@ -1,5 +1,5 @@
 // layout-nhwc: 2-D convolutions and pooling channels-last where the backend hook accepts them, one transpose into NHWC
-// where the layout starts and one back where an NCHW value is read, weights permuted at build time; off for the CPU.
+// where the layout starts and one back where an NCHW value is read, weights permuted at build time.
 #include <gtest/gtest.h>
 
 #include "graph_builders.h"
@@ -36,11 +36,11 @@ Value* max_pool(Graph& g, const std::string& name, Value* x) {
 
 // x -> conv1 -> relu1 -> pool -> conv2 (group 2) -> add(pool) -> relu2 -> y: after the fusions conv1 + relu1, pool
 // and conv2 + add + relu2 (the pool's output its residual).
-std::unique_ptr<Graph> conv_pool_net() {
+std::unique_ptr<Graph> conv_pool_net(int64_t in_channels = 4, int64_t group2 = 2) {
   auto g = std::make_unique<Graph>();
-  Value* x = *g->add_input("x", DataType::kFloat32, {2, 4, 9, 9});
+  Value* x = *g->add_input("x", DataType::kFloat32, {2, in_channels, 9, 9});
   Value* p = max_pool(*g, "pool", activation(*g, "relu1", conv(*g, "conv1", x, 8), ActivationKind::kRelu));
-  Value* sum = binary(*g, "add", ElementWiseOp::kSum, conv(*g, "conv2", p, 8, 2), p);
+  Value* sum = binary(*g, "add", ElementWiseOp::kSum, conv(*g, "conv2", p, 8, group2), p);
   Value* y = activation(*g, "relu2", sum, ActivationKind::kRelu);
   EXPECT_TRUE(g->rename_value(y, "y").is_ok());
   EXPECT_TRUE(g->mark_output(y).is_ok());
@@ -138,22 +138,39 @@ TEST(LayoutNhwc, GlobalPoolThenFlattenReadsTheTransposeBack) {
   EXPECT_LE(max_difference(nhwc->outputs, plain->outputs), 1e-5);
 }
 
-TEST(LayoutNhwc, TheCpuBuilderDoesNotRunIt) {
-  auto g = conv_pool_net();
-  const std::vector<Tensor> inputs = random_inputs(*g);
-  auto built = build_and_run(*g, inputs, PassOptions{}, Backend::kCpu);
+TEST(LayoutNhwc, TheCpuBuilderRunsFloat32ChannelsLastWhereOneDnnTakesIt) {
+  // 8 input channels per group and up: every layer goes NHWC, one transpose in and one out, same outputs.
+  auto wide = conv_pool_net(8, 1);
+  const std::vector<Tensor> inputs = random_inputs(*wide);
+  PassOptions nchw;
+  nchw.disabled = {"layout-nhwc"};
+  auto plain = build_and_run(*wide, inputs, nchw, Backend::kCpu);
+  auto built = build_and_run(*wide, inputs, PassOptions{}, Backend::kCpu);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
   ASSERT_TRUE(built.is_ok()) << built.status().to_string();
-  EXPECT_TRUE(applied_by(built->report.optimizer, "layout-nhwc").empty());
-  EXPECT_TRUE(refused_by(built->report.optimizer, "layout-nhwc").empty());  // not even considered
+  EXPECT_EQ(applied_by(built->report.optimizer, "layout-nhwc").size(), 3u);
+  EXPECT_LE(max_difference(built->outputs, plain->outputs), 1e-5);
+  int transposes = 0;
+  for (const std::string& choice : built->report.choices) {
+    if (choice.find("(Shuffle)") != std::string::npos) ++transposes;
+    if (choice.find("(Convolution)") != std::string::npos || choice.find("(Pooling)") != std::string::npos)
+      EXPECT_NE(choice.find("cpu.onednn"), std::string::npos) << choice;  // not the reference fallback
+  }
+  EXPECT_EQ(transposes, 2);
 
-  // Asked for on the CPU, the CPU kernels refuse the channels-last twins and the graph stays NCHW.
+  // Few input channels per group (not depthwise) stay NCHW, and a pooling layer between them does not start an
+  // NHWC region of its own: no transposes at all.
+  auto g = conv_pool_net();
   auto o = g->clone();
   OptimizerReport report;
-  ASSERT_TRUE(run_passes(*o, channels_last(Backend::kCpu), &report).is_ok());
+  PassOptions cpu = channels_last(Backend::kCpu);
+  cpu.layout.pooling_joins_only = true;
+  ASSERT_TRUE(run_passes(*o, cpu, &report).is_ok());
   EXPECT_TRUE(applied_by(report, "layout-nhwc").empty());
   const auto refused = refused_by(report, "layout-nhwc");
   ASSERT_EQ(refused.size(), 3u);
-  EXPECT_NE(refused[0].find("NCHW"), std::string::npos) << refused[0];
+  EXPECT_NE(refused[0].find("4 input channels per group"), std::string::npos) << refused[0];
+  EXPECT_NE(refused[1].find("does not start a channels-last region"), std::string::npos) << refused[1];
   EXPECT_TRUE(nodes_of(*o, "Shuffle").empty());
 
   // The CUDA builder's setting: float32 layers stay NCHW.
