@@ -554,7 +554,8 @@ class OnednnConvolution final : public Kernel {
 
 // The own loops take NCHW activations only; channels_last (the layout-nhwc pass) is oneDNN's.
 Status reject_channels_last(const OpCall& call) {
-  if (is_channels_last(call)) return unsupported("the CPU convolution loops take NCHW tensors, not channels_last (NHWC)");
+  if (is_channels_last(call))
+    return unsupported("the CPU convolution loops take NCHW tensors, not channels_last (NHWC)");
   return Status::ok();
 }
 
