@@ -1,4 +1,5 @@
 // The CUDA strided copy and fill (see copy.cuh).
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cuda/copy.cuh"
@@ -47,6 +48,29 @@ __global__ void transpose_kernel(CopyPlan outer, int64_t outer_n, int64_t na, in
   }
 }
 
+// The same copy when one side of the transpose is thin (na or nb <= kThin, e.g. NCHW <-> NHWC with 3 channels,
+// where a 32x32 tile would hold 3 useful rows): a thread per element of the long side walks the short side, so
+// the long side's reads or writes stay coalesced and every thread does useful work.
+constexpr int64_t kThin = 8;
+
+template <class W>
+__global__ void thin_transpose_kernel(CopyPlan outer, int64_t outer_n, int64_t na, int64_t nb, int64_t src_b,
+                                      int64_t dst_a, const W* __restrict__ src, W* __restrict__ dst) {
+  const bool thin_b = nb <= na;  // walk b per thread (a is the long side), else walk a
+  const int64_t along = thin_b ? na : nb, across = thin_b ? nb : na;
+  const int64_t total = outer_n * along;
+  for (int64_t i = thread_index(); i < total; i += thread_count()) {
+    const int64_t l = i % along, o = i / along;
+    int64_t off[2];
+    outer.at(o, off);
+    if (thin_b) {
+      for (int64_t b = 0; b < across; ++b) dst[off[1] + l * dst_a + b] = src[off[0] + l + b * src_b];
+    } else {
+      for (int64_t a = 0; a < across; ++a) dst[off[1] + a * dst_a + l] = src[off[0] + a + l * src_b];
+    }
+  }
+}
+
 template <class W>
 __global__ void fill_kernel(W* __restrict__ dst, int64_t n, W value) {
   for (int64_t i = thread_index(); i < n; i += thread_count()) dst[i] = value;
@@ -85,6 +109,16 @@ Status transpose(const CopyPlan& plan, int j, void* dst, const void* src, size_t
   outer.simplify();
   const int64_t outer_n = outer.numel();
   const int64_t na = plan.dims[j], nb = plan.dims[in];
+  if (std::min(na, nb) <= kThin) {
+    const int64_t n = outer_n * std::max(na, nb);
+    dispatch_word(esize, [&](auto w) {
+      using W = type_of<decltype(w)>;
+      thin_transpose_kernel<W><<<blocks_for(n), kThreads, 0, stream>>>(
+          outer, outer_n, na, nb, plan.strides[0][in], plan.strides[1][j], static_cast<const W*>(src),
+          static_cast<W*>(dst));
+    });
+    return check(cudaGetLastError(), "transpose kernel launch");
+  }
   const int64_t tiles = outer_n * ((na + kTile - 1) / kTile) * ((nb + kTile - 1) / kTile);
   const auto blocks = static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{1} << 20));
   const dim3 threads(kTile, kTileRows);

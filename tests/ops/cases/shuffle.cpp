@@ -73,6 +73,9 @@ void shuffle_cases(std::vector<OpCase>& c) {
   add("transpose reshape transpose 3d", both4, {data({3, 4, 5})}, kSome);
   add("big 64^3 transpose 0,2,1", perm({0, 2, 1}), {data({64, 64, 64})}, kBig);
   add("big nchw->nhwc", perm({0, 2, 3, 1}), {data({4, 32, 32, 32})}, kBig);
+  // An image batch into channels-last and back (3 channels: the thin side of the transpose).
+  add("big nchw->nhwc 3 channels", perm({0, 2, 3, 1}), {data({4, 3, 40, 37})}, kBig);
+  add("big nhwc->nchw 3 channels", perm({0, 3, 1, 2}), {data({4, 40, 37, 3})}, kBig);
 }
 
 void concat_split_cases(std::vector<OpCase>& c) {
