@@ -1,6 +1,7 @@
 #include "exec.h"
 
 #include "exec_cuda.h"
+#include "exec_profiles.h"
 #include "profile.h"
 #include "run_inputs.h"
 
@@ -185,6 +186,12 @@ int run_exec(const ExecOptions& opt) {
       if (!pin) return fail(pin.status());
       build_opt.passes.precision.pinned[pin->first] = pin->second;
     }
+    auto profiles = parse_profiles(*model->graph, opt.min_shapes, opt.opt_shapes, opt.max_shapes);
+    if (!profiles) return fail(profiles.status());
+    if (!profiles->empty()) build_opt.header_extra[kProfilesHeaderKey] = profiles_to_json(*profiles);
+    for (const auto& [name, r] : *profiles)
+      std::printf("[I] Optimization profile: %s min %s, opt %s, max %s\n", name.c_str(), r.min.to_string().c_str(),
+                  r.opt.to_string().c_str(), r.max.to_string().c_str());
     if (!opt.mem_pool_size.empty()) {
       auto limit = workspace_limit(opt.mem_pool_size);
       if (!limit) return fail(limit.status());
@@ -212,6 +219,10 @@ int run_exec(const ExecOptions& opt) {
       std::printf("[I] Engine saved to %s\n", opt.save_engine.c_str());
     }
   }
+  if (opt.onnx.empty() && (!opt.min_shapes.empty() || !opt.opt_shapes.empty() || !opt.max_shapes.empty()))
+    std::printf(
+        "[W] --minShapes, --optShapes and --maxShapes apply when building from --onnx; a loaded engine keeps "
+        "the profiles it was built with\n");
   // A saved engine is mapped, its weights used in place; a built one is read from memory.
   const auto load_start = Clock::now();
   Result<std::shared_ptr<const EngineImpl>> engine = invalid_argument("no engine");

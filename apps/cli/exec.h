@@ -10,8 +10,10 @@ struct ExecOptions {
   std::string onnx, load_engine, save_engine;
   std::vector<std::string> shapes;       ///< "name:2x3x224x224" for inputs with dynamic dims
   std::vector<std::string> load_inputs;  ///< "name:file.pb" (an ONNX TensorProto)
-  int iterations = 10;                   ///< run at least this many times
-  double duration_s = 3;                 ///< and for at least this long
+  /// An optimization profile for dynamic inputs when building ("name:1x3x224x224" each; all three per input).
+  std::vector<std::string> min_shapes, opt_shapes, max_shapes;
+  int iterations = 10;    ///< run at least this many times
+  double duration_s = 3;  ///< and for at least this long
   double warm_up_ms = 200;
   int avg_runs = 10;  ///< iterations averaged per reported line with --verbose timings
   std::vector<double> percentiles{90, 95, 99};

@@ -46,7 +46,13 @@ int run(int argc, char** argv) {
   exec->add_option("--onnx", exec_opt.onnx, "the ONNX model to build an engine from");
   exec->add_option("--loadEngine", exec_opt.load_engine, "run this engine file instead of building one");
   exec->add_option("--saveEngine", exec_opt.save_engine, "write the built engine here");
-  exec->add_option("--shapes", exec_opt.shapes, "input shapes for dynamic dims: name:1x3x224x224 (repeatable)");
+  exec->add_option("--shapes", exec_opt.shapes,
+                   "input shapes of the runs: name:1x3x224x224 (repeatable or comma-separated; within the profile)");
+  exec->add_option("--minShapes", exec_opt.min_shapes,
+                   "build an optimization profile: the smallest shapes of dynamic inputs, name:1x3x224x224");
+  exec->add_option("--optShapes", exec_opt.opt_shapes,
+                   "the profile's shapes to optimize for (and to run at when --shapes is not given)");
+  exec->add_option("--maxShapes", exec_opt.max_shapes, "the profile's largest shapes");
   exec->add_option("--loadInputs", exec_opt.load_inputs, "input values from an ONNX TensorProto: name:file.pb");
   exec->add_option("--iterations", exec_opt.iterations, "run at least this many inferences (default 10)");
   exec->add_option("--duration", exec_opt.duration_s, "run for at least this many seconds (default 3)");

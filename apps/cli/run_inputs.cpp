@@ -6,17 +6,16 @@
 #include <random>
 #include <sstream>
 
+#include "exec_profiles.h"
 #include "kiln/strings.h"
 #include "onnx/tensor_proto.h"
 
 namespace kiln::cli {
-namespace {
 
-// "name:2x3x224" -> {name, dims}.
-Result<std::pair<std::string, std::vector<int64_t>>> parse_shape(const std::string& text) {
+Result<std::pair<std::string, std::vector<int64_t>>> parse_shape(const std::string& text, const char* flag) {
   const auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0)
-    return invalid_argument("--shapes '", text, "' is not name:dims (e.g. input:1x3x224x224)");
+    return invalid_argument(flag, " '", text, "' is not name:dims (e.g. input:1x3x224x224)");
   std::vector<int64_t> dims;
   std::stringstream parts(text.substr(colon + 1));
   for (std::string d; std::getline(parts, d, 'x');) {
@@ -28,11 +27,13 @@ Result<std::pair<std::string, std::vector<int64_t>>> parse_shape(const std::stri
       end = 0;
     }
     if (end != d.size() || v < 0 || v > (int64_t{1} << 40))
-      return invalid_argument("--shapes '", text, "': '", d, "' is not a dimension");
+      return invalid_argument(flag, " '", text, "': '", d, "' is not a dimension");
     dims.push_back(v);
   }
   return std::pair{text.substr(0, colon), dims};
 }
+
+namespace {
 
 // Random values from a fixed seed: floats in [-1, 1), integers in [0, 4) (safe as indices), random bools.
 Result<Tensor> random_tensor(DataType dtype, const Dims& dims, std::mt19937& rng) {
@@ -78,10 +79,11 @@ Result<Tensor> read_tensor_file(const std::string& path, const std::string& what
 Result<NamedTensors> make_inputs(const EngineImpl& engine, const std::vector<std::string>& shape_flags,
                                  const std::vector<std::string>& input_flags) {
   std::map<std::string, std::vector<int64_t>> shapes;
-  for (const std::string& s : shape_flags) {
-    KILN_ASSIGN_OR_RETURN(auto parsed, parse_shape(s));
+  for (const std::string& s : split_shape_list(shape_flags)) {
+    KILN_ASSIGN_OR_RETURN(auto parsed, parse_shape(s, "--shapes"));
     shapes[parsed.first] = parsed.second;
   }
+  KILN_ASSIGN_OR_RETURN(const ShapeRanges profiles, engine_profiles(engine.header()));
   std::map<std::string, std::string> files;
   for (const std::string& s : input_flags) {
     const auto colon = s.find(':');
@@ -94,8 +96,11 @@ Result<NamedTensors> make_inputs(const EngineImpl& engine, const std::vector<std
     if (in->kind != ValueKind::kTensor)
       return unsupported("input '", in->name, "' is a ", value_kind_name(in->kind),
                          "; kiln exec feeds tensors only (use the C++ API for sequences and optionals)");
+    const auto profile = profiles.find(in->name);
+    const ShapeRange* range = profile == profiles.end() ? nullptr : &profile->second;
     if (auto f = files.find(in->name); f != files.end()) {
       KILN_ASSIGN_OR_RETURN(Tensor t, read_tensor_file(f->second, "input '" + in->name + "'"));
+      if (range) KILN_RETURN_IF_ERROR(check_profile_shape(in->name, in->dims, range, t.dims()));
       out.emplace_back(in->name, std::move(t));
       files.erase(f);
       continue;
@@ -104,9 +109,13 @@ Result<NamedTensors> make_inputs(const EngineImpl& engine, const std::vector<std
     if (auto s = shapes.find(in->name); s != shapes.end()) {
       KILN_ASSIGN_OR_RETURN(dims, Dims::from(s->second));
       shapes.erase(s);
+      if (range) KILN_RETURN_IF_ERROR(check_profile_shape(in->name, in->dims, range, dims));
+    } else if (range) {
+      dims = range->opt;  // trtexec runs at the profile's opt shapes unless --shapes says otherwise
     } else if (!dims.is_static()) {
       return invalid_argument("input '", in->name, "' has dynamic dims ", dims.to_string(),
-                              "; give its shape with --shapes ", in->name, ":", "1x...");
+                              "; give its shape with --shapes ", in->name, ":", "1x... (or build with --minShapes, ",
+                              "--optShapes and --maxShapes)");
     }
     KILN_ASSIGN_OR_RETURN(Tensor t, random_tensor(in->dtype, dims, rng));
     out.emplace_back(in->name, std::move(t));

@@ -13,6 +13,8 @@ namespace kiln::cli {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+/// "name:2x3x224" -> {name, dims}; errors name `flag`.
+Result<std::pair<std::string, std::vector<int64_t>>> parse_shape(const std::string& text, const char* flag);
 /// A file's bytes, or an I/O error naming `what` and the path.
 Result<std::string> read_file(const std::string& path, const char* what);
 /// One tensor per engine input: from `input_flags` ("name:file.pb") where given, else random with the

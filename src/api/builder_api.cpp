@@ -178,32 +178,9 @@ Status BuilderConfig::set_threads(int threads) {
 
 namespace {
 
-// Every profile names a tensor input and fits its rank and static dims.
-Status check_profiles(const Graph& g, const BuilderConfig& config) {
-  for (const auto& [name, range] : config.profile_shapes()) {
-    const Value* in = nullptr;
-    for (const Value* v : g.inputs())
-      if (v->name == name) in = v;
-    if (!in)
-      return invalid_argument("BuilderConfig: the optimization profile names '", name,
-                              "', which is not an input of the network (inputs: ", value_names(g.inputs()), ")");
-    if (in->kind != ValueKind::kTensor)
-      return invalid_argument("BuilderConfig: input '", name, "' is a ", value_kind_name(in->kind),
-                              "; optimization profiles are for tensor inputs");
-    if (range.min.rank() != in->dims.rank())
-      return invalid_argument("BuilderConfig: the optimization profile of '", name, "' has rank ", range.min.rank(),
-                              " but the input has shape ", in->dims.to_string(), " (rank ", in->dims.rank(), ")");
-    for (int i = 0; i < in->dims.rank(); ++i)
-      if (in->dims[i] >= 0 && (range.min[i] != in->dims[i] || range.max[i] != in->dims[i]))
-        return invalid_argument("BuilderConfig: the optimization profile of '", name, "' gives dim ", i, " the range [",
-                                range.min[i], ", ", range.max[i], "] but the input fixes it to ", in->dims[i],
-                                " (shape ", in->dims.to_string(), ")");
-  }
-  return Status::ok();
-}
-
 Result<std::string> build(const Graph& g, const BuilderConfig& config) {
-  KILN_RETURN_IF_ERROR(check_profiles(g, config));
+  const ShapeRanges profiles(config.profile_shapes().begin(), config.profile_shapes().end());
+  KILN_RETURN_IF_ERROR(check_profiles(g, profiles, "BuilderConfig"));
   BuildOptions options;
   options.passes.enabled = config.optimizer_enabled();
   options.passes.disabled = config.disabled_passes();
@@ -216,9 +193,7 @@ Result<std::string> build(const Graph& g, const BuilderConfig& config) {
   options.timing_cache_path = config.timing_cache_path();
   options.threads = config.threads();
   // The profiles and the verbosity travel in the engine header, where the runtime API reads them.
-  if (!config.profile_shapes().empty())
-    options.header_extra[kProfilesHeaderKey] =
-        profiles_to_json(ShapeRanges(config.profile_shapes().begin(), config.profile_shapes().end()));
+  if (!profiles.empty()) options.header_extra[kProfilesHeaderKey] = profiles_to_json(profiles);
   options.header_extra[kVerbosityHeaderKey] = std::string(verbosity_name(config.profiling_verbosity()));
   return build_engine(g, options);
 }

@@ -248,27 +248,9 @@ Status ExecutionContext::set_input_shape(std::string_view name, const Dims& dims
     return invalid_argument("set_input_shape: '", name, "' is an output; its shape follows from the inputs (",
                             info.names(TensorIOMode::kInput), ")");
   KILN_RETURN_IF_ERROR(check_bindable(*t));
-  const Dims& allowed = t->value->dims;
   auto it = info.profiles.find(name);
-  const std::string accepts = it == info.profiles.end()
-                                  ? str_cat(allowed.to_string(), " (? is any size)")
-                                  : str_cat(allowed.to_string(), " within its profile ", it->second.min.to_string(),
-                                            " to ", it->second.max.to_string());
-  if (dims.rank() != allowed.rank())
-    return invalid_argument("input '", name, "' takes rank ", allowed.rank(), " shapes ", accepts, ", not ",
-                            dims.to_string());
-  for (int i = 0; i < dims.rank(); ++i) {
-    if (dims[i] < 0)
-      return invalid_argument("input '", name, "': shape ", dims.to_string(), " has an unknown dim ", i,
-                              "; give every dim's size (the input accepts ", accepts, ")");
-    if (allowed[i] >= 0 && dims[i] != allowed[i])
-      return invalid_argument("input '", name, "': dim ", i, " of ", dims.to_string(), " must be ", allowed[i],
-                              " (the input accepts ", accepts, ")");
-    if (it != info.profiles.end() && (dims[i] < it->second.min[i] || dims[i] > it->second.max[i]))
-      return invalid_argument("input '", name, "': dim ", i, " of ", dims.to_string(), " is outside [",
-                              it->second.min[i], ", ", it->second.max[i], "] (the input accepts ", accepts,
-                              "; rebuild with a wider optimization profile for more)");
-  }
+  KILN_RETURN_IF_ERROR(
+      check_profile_shape(name, t->value->dims, it == info.profiles.end() ? nullptr : &it->second, dims));
   state_->bindings[std::string(name)].shape = dims;
   return Status::ok();
 }

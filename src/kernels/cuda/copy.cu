@@ -113,9 +113,9 @@ Status transpose(const CopyPlan& plan, int j, void* dst, const void* src, size_t
     const int64_t n = outer_n * std::max(na, nb);
     dispatch_word(esize, [&](auto w) {
       using W = type_of<decltype(w)>;
-      thin_transpose_kernel<W><<<blocks_for(n), kThreads, 0, stream>>>(
-          outer, outer_n, na, nb, plan.strides[0][in], plan.strides[1][j], static_cast<const W*>(src),
-          static_cast<W*>(dst));
+      thin_transpose_kernel<W><<<blocks_for(n), kThreads, 0, stream>>>(outer, outer_n, na, nb, plan.strides[0][in],
+                                                                       plan.strides[1][j], static_cast<const W*>(src),
+                                                                       static_cast<W*>(dst));
     });
     return check(cudaGetLastError(), "transpose kernel launch");
   }
