@@ -2,16 +2,39 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/convolution/convolution.h"
+#include "ops/pooling/pooling.h"
+
 namespace kiln {
 
 namespace {
+
+// A 2-D convolution or pooling layer whose activations are channels-last (the layout-nhwc pass).
+bool channels_last_layer(const Node* n) {
+  if (!n || !n->attrs) return false;
+  if (n->op() == "Convolution") return static_cast<const ConvolutionAttrs&>(*n->attrs).channels_last;
+  if (n->op() == "Pooling") return static_cast<const PoolingAttrs&>(*n->attrs).channels_last;
+  return false;
+}
+
+// How a tensor lies in memory: "NHWC" for the activations of channels-last layers (and the transposes into and out
+// of them), "KRSC" for their weights ([M, kH, kW, C/group]), "linear" (row-major in the given dims) otherwise.
+std::string format_of(const Value& v) {
+  if (channels_last_layer(v.producer)) return "NHWC";
+  for (const Use& use : v.uses) {
+    if (!channels_last_layer(use.node)) continue;
+    if (use.node->op() == "Convolution" && use.input == 1) return "KRSC";
+    if (use.input == 0 || use.input == 3) return "NHWC";
+  }
+  return "linear";
+}
 
 nlohmann::json tensor_json(const Value& v, const TensorDesc* planned) {
   nlohmann::json t = {{"Name", v.name}, {"Kind", std::string(value_kind_name(v.kind))}};
   if (v.kind == ValueKind::kTensor) {
     t["Datatype"] = std::string(dtype_name(planned ? planned->dtype : v.dtype));
     t["Dimensions"] = (planned ? planned->dims : v.dims).to_vector();
-    t["Format"] = "linear";
+    t["Format"] = format_of(v);
   }
   return t;
 }

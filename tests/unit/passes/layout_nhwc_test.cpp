@@ -6,6 +6,7 @@
 #include "ops/convolution/convolution.h"
 #include "ops/pooling/pooling.h"
 #include "pass_test_util.h"
+#include "runtime/inspector.h"
 
 namespace kiln {
 namespace {
@@ -157,6 +158,16 @@ TEST(LayoutNhwc, TheCpuBuilderRunsFloat32ChannelsLastWhereOneDnnTakesIt) {
       EXPECT_NE(choice.find("cpu.onednn"), std::string::npos) << choice;  // not the reference fallback
   }
   EXPECT_EQ(transposes, 2);
+  // The inspector names the layouts: NHWC activations, KRSC weights ([M, kH, kW, C/group]).
+  BuildOptions options;
+  options.optimization_level = 0;
+  auto bytes = build_engine(*wide, options);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  auto engine = EngineImpl::deserialize(*bytes);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const std::string info = layer_info_json(**engine, nullptr);
+  EXPECT_NE(info.find("\"Format\": \"NHWC\""), std::string::npos) << info;
+  EXPECT_NE(info.find("\"Format\": \"KRSC\""), std::string::npos) << info;
 
   // Few input channels per group (not depthwise) stay NCHW, and a pooling layer between them does not start an
   // NHWC region of its own: no transposes at all.
