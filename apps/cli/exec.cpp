@@ -199,7 +199,8 @@ int run_exec(const ExecOptions& opt) {
     }
     // Kernels are timed with the thread count they will run with.
     if (opt.threads > 0) set_cpu_threads(opt.threads);
-    auto built = build_engine(*model->graph, build_opt, &report);
+    // The imported graph is not needed after the build: the builder takes it and releases its weights early.
+    auto built = build_engine(std::move(model->graph), build_opt, &report);
     if (!built) return fail(built.status());
     bytes = std::move(*built);
     for (const auto& w : report.warnings) std::printf("[W] %s\n", w.c_str());

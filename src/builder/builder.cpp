@@ -1,5 +1,7 @@
 #include "builder/builder.h"
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "builder/tactics.h"
@@ -34,24 +36,42 @@ bool runs_on_host(const Node& n) {
                             (n.inputs[0]->kind != ValueKind::kTensor || n.inputs[0]->dtype == DataType::kString));
 }
 
-// The plan of one graph: a kernel (and tactic) per node, a sub-plan per subgraph; failures name the subgraph path.
-// Appends what the chosen kernel prepares from its constants (its weights in the library's layout) to the
-// engine's prepared section, 64-byte aligned; the step names where it is.
-Status add_prepared(const OpCall& call, const TacticChoice& choice, nlohmann::json& step, std::string& prepared) {
+// What the chosen kernels prepare from their constants (weights in the library's layout), 64-byte aligned: the
+// engine's prepared section, joined once at the end (no copies while it grows).
+struct PreparedSection {
+  std::vector<std::pair<uint64_t, Tensor>> blobs;  // offset, data
+  uint64_t bytes = 0;
+
+  std::string join() {
+    std::string out(bytes, '\0');
+    for (auto& [offset, blob] : blobs) {
+      std::memcpy(out.data() + offset, blob.raw(), blob.nbytes());
+      blob = Tensor();
+    }
+    blobs.clear();
+    return out;
+  }
+};
+
+// Adds what the chosen kernel prepares to the prepared section; the step names where it is.
+Status add_prepared(const OpCall& call, const TacticChoice& choice, nlohmann::json& step, PreparedSection& prepared) {
   if (!choice.impl->prepare) return Status::ok();
   OpCall with_tactic = call;
   with_tactic.tactic = choice.tactic;
   KILN_ASSIGN_OR_RETURN(Tensor blob, choice.impl->prepare(with_tactic));
   if (!blob.defined()) return Status::ok();
-  prepared.resize((prepared.size() + 63) / 64 * 64, '\0');
-  step["prepared"] = {prepared.size(), blob.nbytes()};
-  prepared.append(static_cast<const char*>(blob.raw()), blob.nbytes());
+  const uint64_t offset = (prepared.bytes + 63) / 64 * 64;
+  step["prepared"] = {offset, blob.nbytes()};
+  prepared.bytes = offset + blob.nbytes();
+  prepared.blobs.emplace_back(offset, std::move(blob));
   return Status::ok();
 }
 
+// The plan of one graph: a kernel (and tactic) per node, a sub-plan per subgraph; failures name the subgraph path.
+
 Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& options, TacticSearch& search,
                                   BuildReport& rep, std::vector<std::string>& failures, const std::string& path,
-                                  std::string& prepared) {
+                                  PreparedSection& prepared) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
   nlohmann::json plan = nlohmann::json::array();
   for (Node* n : order) {
@@ -126,11 +146,12 @@ BackendHook backend_hook(Backend backend) {
   };
 }
 
-Result<std::string> build_engine(const Graph& input_graph, const BuildOptions& options, BuildReport* report) {
-  KILN_RETURN_IF_ERROR(input_graph.verify());
+namespace {
+
+// Builds from a graph the builder owns: the passes rewrite it in place, and it is released once serialized.
+Result<std::string> build_owned(std::unique_ptr<Graph> optimized, const BuildOptions& options, BuildReport* report) {
   BuildReport local;
   BuildReport& rep = report ? *report : local;
-  std::unique_ptr<Graph> optimized = input_graph.clone();
   PassOptions pass_options = options.passes;
   pass_options.backend = backend_hook(options.backend);
   pass_options.precision.prefer_fp16 = options.backend == Backend::kCuda;
@@ -161,7 +182,7 @@ Result<std::string> build_engine(const Graph& input_graph, const BuildOptions& o
   search.cache = &cache;
   search.device = cache.device();
   search.workspace_limit = options.workspace_limit;
-  std::string prepared;
+  PreparedSection prepared;
   KILN_ASSIGN_OR_RETURN(nlohmann::json plan, plan_graph(graph, options, search, rep, failures, "", prepared));
   rep.timed = search.timed;
   rep.cached = search.cached;
@@ -190,12 +211,26 @@ Result<std::string> build_engine(const Graph& input_graph, const BuildOptions& o
   header.extra["backend"] = std::string(backend_name(options.backend));
   std::map<std::string, std::string> sections;
   SerializedGraph parts = serialize_graph_parts(graph);
+  optimized.reset();  // its constants are in parts.weights now
   sections["graph"] = std::move(parts.description);
   sections["weights"] = std::move(parts.weights);
   sections["plan"] = plan.dump();
-  if (!prepared.empty()) sections["prepared"] = std::move(prepared);
+  if (prepared.bytes > 0) sections["prepared"] = prepared.join();
   sections["optimizer"] = optimizer_json(rep.optimizer).dump();
-  return write_engine_container(header, sections);
+  return write_engine_container(header, std::move(sections));
+}
+
+}  // namespace
+
+Result<std::string> build_engine(const Graph& graph, const BuildOptions& options, BuildReport* report) {
+  KILN_RETURN_IF_ERROR(graph.verify());
+  return build_owned(graph.clone(), options, report);
+}
+
+Result<std::string> build_engine(std::unique_ptr<Graph> graph, const BuildOptions& options, BuildReport* report) {
+  if (!graph) return invalid_argument("build_engine: no graph");
+  KILN_RETURN_IF_ERROR(graph->verify());
+  return build_owned(std::move(graph), options, report);
 }
 
 Result<std::string> build_engine(const Network& network, const BuildOptions& options, BuildReport* report) {

@@ -55,6 +55,10 @@ BackendHook backend_hook(Backend backend);
 /// Builds a serialized engine from an optimized copy of `graph` (the passes of options.passes); errors list every node
 /// no implementation accepts, with the reasons. Kernel choices and timings are logged at the verbose level.
 Result<std::string> build_engine(const Graph& graph, const BuildOptions& options, BuildReport* report = nullptr);
+/// The same, consuming `graph`: no copy is made, and its constants are released as the engine is written (the
+/// lower peak memory of a build from a model that is not needed afterwards).
+Result<std::string> build_engine(std::unique_ptr<Graph> graph, const BuildOptions& options,
+                                 BuildReport* report = nullptr);
 /// The same for a network made with the network definition API.
 Result<std::string> build_engine(const Network& network, const BuildOptions& options, BuildReport* report = nullptr);
 

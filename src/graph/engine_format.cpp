@@ -38,8 +38,9 @@ Status truncated(uint64_t have, uint64_t need) {
 }
 }  // namespace
 
-std::string write_engine_container(const EngineHeader& header, const std::map<std::string, std::string>& sections) {
-  // Written in one buffer sized up front: weights are copied once, not once per step.
+std::string write_engine_container(const EngineHeader& header, std::map<std::string, std::string> sections) {
+  // Written in one buffer sized up front: weights are copied once, not once per step, and each section is
+  // released as soon as it is in the buffer.
   uint64_t body_bytes = 0;
   nlohmann::json index = nlohmann::json::object();
   for (const auto& [name, bytes] : sections) {
@@ -57,8 +58,10 @@ std::string write_engine_container(const EngineHeader& header, const std::map<st
   const std::string htext = h.dump();
   const uint64_t body_offset = align_up(kEnginePreludeBytes + htext.size());
   std::string out(body_offset + body_bytes, '\0');
-  for (const auto& [name, bytes] : sections)
+  for (auto& [name, bytes] : sections) {
     std::memcpy(out.data() + body_offset + index[name]["offset"].get<uint64_t>(), bytes.data(), bytes.size());
+    std::string().swap(bytes);
+  }
   std::memcpy(out.data(), kMagic, 8);
   std::memcpy(out.data() + kEnginePreludeBytes, htext.data(), htext.size());
   put_le(out.data() + kVersionAt, static_cast<uint32_t>(header.format_version), 4);

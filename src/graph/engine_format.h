@@ -42,7 +42,7 @@ struct EngineHeader {
 };
 
 /// Sections (named byte strings) in a container with a header and checksums.
-std::string write_engine_container(const EngineHeader& header, const std::map<std::string, std::string>& sections);
+std::string write_engine_container(const EngineHeader& header, std::map<std::string, std::string> sections);
 
 /// True when `first_bytes` start like a kiln engine file of any format version.
 bool looks_like_engine(std::string_view first_bytes);

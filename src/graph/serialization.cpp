@@ -210,10 +210,27 @@ Status read_graph(const json& j, const Weights& weights, Graph& graph, int depth
   return Status::ok();
 }
 
+// An upper bound of the bytes graph_json writes for the constants of `graph` and its subgraphs.
+size_t constant_bytes_bound(const Graph& graph) {
+  size_t total = 0;
+  for (Value* v : graph.values()) {
+    if (!v->is_constant()) continue;
+    if (v->dtype == DataType::kString) {
+      for (int64_t i = 0; i < v->constant.numel(); ++i) total += 4 + string_at(v->constant, i).size();
+    } else {
+      total += kWeightAlignment - 1 + v->constant.nbytes();
+    }
+  }
+  for (Node* n : graph.nodes())
+    for (const Subgraph& sub : n->subgraphs) total += constant_bytes_bound(*sub.graph);
+  return total;
+}
+
 }  // namespace
 
 SerializedGraph serialize_graph_parts(const Graph& graph) {
   SerializedGraph out;
+  out.weights.reserve(constant_bytes_bound(graph));  // one allocation: the weights are not copied while growing
   out.description = graph_json(graph, out.weights).dump();
   return out;
 }

@@ -154,8 +154,9 @@ TEST(LayoutNhwc, TheCpuBuilderRunsFloat32ChannelsLastWhereOneDnnTakesIt) {
   int transposes = 0;
   for (const std::string& choice : built->report.choices) {
     if (choice.find("(Shuffle)") != std::string::npos) ++transposes;
-    if (choice.find("(Convolution)") != std::string::npos || choice.find("(Pooling)") != std::string::npos)
+    if (choice.find("(Convolution)") != std::string::npos || choice.find("(Pooling)") != std::string::npos) {
       EXPECT_NE(choice.find("cpu.onednn"), std::string::npos) << choice;  // not the reference fallback
+    }
   }
   EXPECT_EQ(transposes, 2);
   // The inspector names the layouts: NHWC activations, KRSC weights ([M, kH, kW, C/group]).
