@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/convolution/convolution.h"
 
 namespace kiln {
@@ -301,7 +302,7 @@ TEST(Convolution, EpilogueOnEveryOnednnTacticMatchesTheReference) {
   const OpSchema* s = OpRegistry::global().find("Convolution");
   OpCall call{s, &a, {f32(xd), f32(wd), f32({16}), f32(yd)}, {f32(yd)}, {nullptr, &w, nullptr, nullptr}};
   std::vector<Tensor> want{*Tensor::empty(DataType::kFloat32, yd)};
-  ASSERT_TRUE(run_once(call, Backend::kRef, {x, w, b, r}, want).is_ok());
+  ASSERT_TRUE(op_test::run_engine(call, Backend::kRef, {x, w, b, r}, want).is_ok());
   const KernelImpl* impl = KernelRegistry::global().find("Convolution", Backend::kCpu).at(0);
   ASSERT_EQ(impl->name, "cpu.onednn.convolution");
   ASSERT_TRUE(impl->supports(call).is_ok()) << impl->supports(call).message();

@@ -67,6 +67,26 @@ inline Runs run_all(const char* op, const Attrs& a, std::vector<Tensor> src, std
   return out;
 }
 
+// Runs `call`'s op on `src` once on `backend` as a one-node engine (builder and runtime; the first kernel of the
+// backend that accepts it, inputs the call marks constant built in as constants), the outputs written into `dst`
+// where it holds tensors (bound as the engine's outputs) and returned in it.
+inline Status run_engine(const OpCall& call, Backend backend, std::vector<Tensor> src, std::vector<Tensor>& dst) {
+  if (!call.schema || !call.attrs) return invalid_argument("run_engine: the call names no op or attributes");
+  OpSpec spec;
+  spec.op = call.schema->name;
+  spec.attrs = call.attrs;
+  spec.inputs = std::move(src);
+  spec.backend = backend;
+  for (size_t i = 0; i < call.constants.size(); ++i)
+    if (call.constants[i]) spec.constant_inputs.push_back(static_cast<int>(i));
+  KILN_ASSIGN_OR_RETURN(OpRunner runner, OpRunner::build(spec));
+  for (size_t i = 0; i < dst.size() && i < runner.output_count(); ++i)
+    if (dst[i].defined()) KILN_RETURN_IF_ERROR(runner.set_output(i, dst[i]));
+  KILN_RETURN_IF_ERROR(runner.run());
+  KILN_ASSIGN_OR_RETURN(dst, runner.outputs());
+  return Status::ok();
+}
+
 inline void expect_values(const Tensor& t, std::vector<double> want, const std::string& who, double tol = 0.0) {
   ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size())) << who;
   for (size_t i = 0; i < want.size(); ++i)
