@@ -13,6 +13,7 @@
 #include "ops/matmul/matmul.h"
 #include "ops/pooling/pooling.h"
 #include "ops/softmax/softmax.h"
+#include "runner/graph_runner.h"
 #include "system_info.h"
 
 namespace kiln::cli {
@@ -80,54 +81,47 @@ std::vector<Layer> mnist_network() {
   };
 }
 
-Result<Tensor> to_device(const Tensor& host, Backend backend) {
-  if (backend != Backend::kCuda) return host;
-  KILN_ASSIGN_OR_RETURN(Tensor d, Tensor::empty(host.dtype(), host.dims(), cuda::device_allocator(0)));
-  KILN_RETURN_IF_ERROR(cuda::copy(host, d));
-  return d;
-}
-
-Result<Tensor> to_host(const Tensor& t) {
-  if (t.device().is_cpu()) return t;
-  KILN_ASSIGN_OR_RETURN(Tensor h, Tensor::empty(t.dtype(), t.dims()));
-  KILN_RETURN_IF_ERROR(cuda::copy(t, h));
-  return h;
+// The network as a graph: the image an input, the weights constants, every layer's output (named after the
+// layer) a graph output so that each layer can be compared with the reference.
+Result<std::unique_ptr<Graph>> network_graph(const std::vector<Layer>& net) {
+  auto g = std::make_unique<Graph>();
+  KILN_ASSIGN_OR_RETURN(Value * x, g->add_input("data", DataType::kFloat32, {1, 1, 28, 28}));
+  for (const Layer& layer : net) {
+    std::vector<Value*> inputs{x};
+    for (size_t k = 0; k < layer.weights.size(); ++k) {
+      KILN_ASSIGN_OR_RETURN(inputs.emplace_back(), g->add_constant(str_cat(layer.name, ".w", k), layer.weights[k]));
+    }
+    KILN_ASSIGN_OR_RETURN(Node * node,
+                          g->add_node(layer.schema->name, layer.name, layer.attrs->clone(), inputs, {layer.name}));
+    x = node->outputs.front();
+    KILN_RETURN_IF_ERROR(g->mark_output(x));
+  }
+  return g;
 }
 
 struct RunResult {
-  std::vector<Tensor> layer_outputs;  // host copies
+  std::vector<Tensor> layer_outputs;  // host tensors
   std::vector<std::string> kernels;
 };
 
-// Runs the network on one backend, layer by layer, keeping each layer's output on the host.
-Result<RunResult> run_network(const std::vector<Layer>& net, const Tensor& image, Backend backend) {
-  std::unique_ptr<Stream> stream;
-  if (backend == Backend::kCuda) {
-    KILN_ASSIGN_OR_RETURN(stream, create_stream(Device::cuda(0)));
-  }
-  Stream& s = stream ? *stream : cpu_stream();
-  Allocator& alloc = backend == Backend::kCuda ? cuda::device_allocator(0) : cpu_allocator();
+// Runs the network on one backend as every engine runs: built by the builder (no optimizer, so each layer keeps
+// its own kernel; the first kernel of the backend that accepts it, no reference fallback) and run by the runtime.
+Result<RunResult> run_network(const Graph& graph, const std::vector<Layer>& net, const Tensor& image, Backend backend) {
+  BuildOptions options;
+  options.backend = backend;
+  options.optimization_level = 0;
+  options.passes.enabled = false;
+  options.reference_fallback = false;
+  KILN_ASSIGN_OR_RETURN(GraphRunner runner, GraphRunner::compile(graph, options));
+  KILN_RETURN_IF_ERROR(runner.set_input("data", image));
+  KILN_RETURN_IF_ERROR(runner.run());
   RunResult out;
-  KILN_ASSIGN_OR_RETURN(Tensor x, to_device(image, backend));
   for (const Layer& layer : net) {
-    std::vector<Tensor> src{x};
-    for (const Tensor& w : layer.weights) {
-      KILN_ASSIGN_OR_RETURN(src.emplace_back(), to_device(w, backend));
-    }
-    OpCall call{layer.schema, layer.attrs.get(), {}, {}};
-    for (const Tensor& t : src) call.inputs.push_back({t.dtype(), t.dims(), true});
-    KILN_ASSIGN_OR_RETURN(call.outputs, layer.schema->infer_outputs(InferContext(*layer.attrs, call.inputs)));
-    auto impl = KernelRegistry::global().select(call, backend);
-    if (!impl) return Status(impl.status()).with_node({-1, layer.name, layer.schema->name});
-    KILN_ASSIGN_OR_RETURN(auto kernel, (*impl)->create(call));
-    KILN_ASSIGN_OR_RETURN(Tensor y, Tensor::empty(call.outputs[0].dtype, call.outputs[0].dims, alloc, layer.name));
-    KernelContext ctx{call, src, {y}, s, alloc};
-    Status st = kernel->run(ctx);
-    if (st.is_ok()) st = s.synchronize();
-    if (!st.is_ok()) return std::move(st).with_node({-1, layer.name, layer.schema->name});
-    x = ctx.dst[0];
-    KILN_ASSIGN_OR_RETURN(out.layer_outputs.emplace_back(), to_host(x));
-    out.kernels.push_back((*impl)->name);
+    KILN_ASSIGN_OR_RETURN(out.layer_outputs.emplace_back(), runner.output(layer.name));
+    std::string kernel = "?";
+    for (const PlanStep& step : runner.engine().plan().steps)
+      if (step.node->name == layer.name && step.impl) kernel = step.impl->name;
+    out.kernels.push_back(kernel);
   }
   return out;
 }
@@ -184,7 +178,12 @@ int run_doctor(const DoctorOptions& options) {
   const std::vector<Layer> net = mnist_network();
   const Tensor image = digit_image();
   std::printf("\nMNIST-class network (conv-pool-conv-pool-fc-relu-fc-softmax, weights from seed 1234):\n");
-  auto ref = run_network(net, image, Backend::kRef);
+  auto graph = network_graph(net);
+  if (!graph) {
+    std::printf("Test failed: the network cannot be made: %s\n", graph.status().to_string().c_str());
+    return 1;
+  }
+  auto ref = run_network(**graph, net, image, Backend::kRef);
   if (!ref) {
     std::printf("Test failed: the reference backend cannot run the network: %s\n", ref.status().to_string().c_str());
     return 1;
@@ -196,7 +195,7 @@ int run_doctor(const DoctorOptions& options) {
   std::vector<std::string> failures;
   for (Backend b : backends) {
     const char* name = backend_name(b).data();
-    auto got = run_network(net, image, b);
+    auto got = run_network(**graph, net, image, b);
     if (!got) {
       std::printf("  %-5s FAILED: %s\n", name, got.status().to_string().c_str());
       failures.push_back(str_cat(name, ": ", got.status().to_string()));

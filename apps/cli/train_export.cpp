@@ -5,7 +5,7 @@
 
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
-#include "train/graph_runner.h"
+#include "runner/graph_runner.h"
 
 namespace kiln::cli {
 
@@ -21,9 +21,9 @@ Result<ExportCheck> export_and_check(train::Trainer& trainer, const std::string&
   BuildOptions build;
   build.backend = Backend::kCpu;
   build.optimization_level = 1;
-  KILN_ASSIGN_OR_RETURN(train::GraphRunner exported, train::GraphRunner::compile(*model.graph, build));
-  KILN_ASSIGN_OR_RETURN(train::GraphRunner direct, train::GraphRunner::compile(*graph, build));
-  for (train::GraphRunner* r : {&exported, &direct}) {
+  KILN_ASSIGN_OR_RETURN(GraphRunner exported, GraphRunner::compile(*model.graph, build));
+  KILN_ASSIGN_OR_RETURN(GraphRunner direct, GraphRunner::compile(*graph, build));
+  for (GraphRunner* r : {&exported, &direct}) {
     KILN_RETURN_IF_ERROR(r->set_input("image", images));
     KILN_RETURN_IF_ERROR(r->run());
   }

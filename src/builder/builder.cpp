@@ -1,5 +1,6 @@
 #include "builder/builder.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -67,8 +68,38 @@ Status add_prepared(const OpCall& call, const TacticChoice& choice, nlohmann::js
   return Status::ok();
 }
 
-// The plan of one graph: a kernel (and tactic) per node, a sub-plan per subgraph; failures name the subgraph path.
+// The pinned kernel of a node: the named implementation of its op and backend and one of its tactics, which
+// must accept the node's problem (no timing, no fallback).
+Result<TacticChoice> pinned_choice(const OpCall& call, const KernelPin& pin, Backend backend) {
+  const KernelImpl* impl = nullptr;
+  std::string known;
+  for (const KernelImpl* k : KernelRegistry::global().all()) {
+    if (k->op != call.schema->name) continue;
+    known += str_cat(known.empty() ? "" : ", ", k->name);
+    if (k->name == pin.impl) impl = k;
+  }
+  if (!impl)
+    return invalid_argument("the pinned implementation '", pin.impl, "' is not one of ", call.schema->name, " (",
+                            known.empty() ? "none registered" : known, ")");
+  if (impl->backend == Backend::kCuda && backend != Backend::kCuda)
+    return invalid_argument("the pinned implementation '", pin.impl, "' runs on CUDA but the engine is built for ",
+                            backend_name(backend));
+  if (Status ok = impl->supports(call); !ok.is_ok())
+    return unsupported("the pinned implementation '", pin.impl, "' rejects ", call.schema->name, " ", call.to_string(),
+                       ": ", ok.message());
+  if (!pin.tactic.empty()) {
+    const std::vector<std::string> tactics = impl->tactics ? impl->tactics(call) : std::vector<std::string>{};
+    if (std::find(tactics.begin(), tactics.end(), pin.tactic) == tactics.end()) {
+      std::string offered;
+      for (const std::string& t : tactics) offered += str_cat(offered.empty() ? "" : ", ", t);
+      return invalid_argument("the pinned implementation '", pin.impl, "' has no tactic '", pin.tactic,
+                              "' for this problem (it offers: ", offered.empty() ? "only its default" : offered, ")");
+    }
+  }
+  return TacticChoice{impl, pin.tactic, -1};
+}
 
+// The plan of one graph: a kernel (and tactic) per node, a sub-plan per subgraph; failures name the subgraph path.
 Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& options, TacticSearch& search,
                                   BuildReport& rep, std::vector<std::string>& failures, const std::string& path,
                                   PreparedSection& prepared) {
@@ -88,7 +119,15 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
     }
     const OpCall call = node_call(*n);
     std::vector<std::string> log;
-    auto choice = choose_kernel(call, search, log);
+    // Pins name top-level nodes; a pinned node gets no timing and no fallback.
+    const auto pin = path.empty() ? options.pinned.find(n->name) : options.pinned.end();
+    const bool pinned = pin != options.pinned.end();
+    auto choice = pinned ? pinned_choice(call, pin->second, options.backend) : choose_kernel(call, search, log);
+    if (pinned && !choice) {
+      failures.push_back(Status(choice.status()).with_node(n->context()).to_string());
+      continue;
+    }
+    if (pinned && options.backend == Backend::kCuda && choice->impl->backend != Backend::kCuda) ++rep.host_fallbacks;
     // A CUDA build runs a node no CUDA kernel takes on the host: a CPU kernel, else the reference one.
     if (!choice && options.backend == Backend::kCuda) {
       if (auto cpu = KernelRegistry::global().select(call, Backend::kCpu)) {
@@ -174,7 +213,14 @@ Result<std::string> build_owned(std::unique_ptr<Graph> optimized, const BuildOpt
   if (options.threads < 0)
     return invalid_argument("the thread count must be 0 (as set) or more, not ", options.threads);
   if (options.threads > 0) set_cpu_threads(options.threads);
-  TimingCache cache(timing_device(options.backend));
+  for (const auto& [name, pin] : options.pinned)
+    if (!graph.find_node(name))
+      return invalid_argument(
+          "kernel pinned for node '", name, "' (", pin.impl, "), but the graph has no such node",
+          options.passes.enabled ? " after the optimizer (it may have fused or renamed it; disable the passes)" : "");
+  // Reading the device name costs a look at /proc/cpuinfo or the driver: only when something is timed or cached.
+  const bool times = options.optimization_level > 0 || options.workspace_limit > 0;
+  TimingCache cache(times || !options.timing_cache_path.empty() ? timing_device(options.backend) : "");
   if (!options.timing_cache_path.empty()) KILN_RETURN_IF_ERROR(cache.load(options.timing_cache_path, rep.warnings));
   TacticSearch search;
   search.backend = options.backend;

@@ -13,6 +13,12 @@
 
 namespace kiln {
 
+/// A kernel chosen by the caller for one node: an implementation by name and one of its tactics ("": its default).
+struct KernelPin {
+  std::string impl;
+  std::string tactic;
+};
+
 struct BuildOptions {
   Backend backend = Backend::kCpu;
   /// Run nodes the backend rejects on the reference kernels instead of failing (logged as a warning).
@@ -31,6 +37,9 @@ struct BuildOptions {
   PassOptions passes;
   /// Entries added to the engine header's `extra` map (the public API's optimization profiles, verbosity).
   std::map<std::string, std::string> header_extra;
+  /// Kernels pinned by node name (as the node is named after the passes): the node runs on that implementation
+  /// and tactic, untimed and with no fallback; the build fails when the implementation rejects the node.
+  std::map<std::string, KernelPin> pinned;
 };
 
 struct BuildReport {

@@ -2,6 +2,7 @@
 // kernel calls and one activation block placed by liveness), and runs the steps.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "kernels/cpu/threads.h"
 #include "runtime/engine.h"
@@ -62,6 +63,7 @@ ContextImpl::ContextImpl(std::shared_ptr<const EngineImpl> engine) : engine_(std
   input_set_.assign(ins, 0);
   outputs_.resize(outs);
   output_set_.assign(outs, 0);
+  bound_outputs_.resize(outs);
 }
 
 ContextImpl::~ContextImpl() {
@@ -137,6 +139,76 @@ Status ContextImpl::set_input_value(const std::string& name, RuntimeValue value)
   KILN_ASSIGN_OR_RETURN(Tensor c, t.contiguous());
   inputs_[index] = RuntimeValue::of(std::move(c));
   input_set_[index] = 1;
+  return Status::ok();
+}
+
+Status ContextImpl::set_output(const std::string& name, Tensor value) {
+  const auto& outputs = engine_->graph().outputs();
+  size_t index = outputs.size();
+  for (size_t i = 0; i < outputs.size() && index == outputs.size(); ++i)
+    if (outputs[i]->name == name) index = i;
+  if (index == outputs.size()) {
+    std::string names;
+    for (auto& n : engine_->output_names()) names += (names.empty() ? "" : ", ") + n;
+    return invalid_argument("the engine has no output '", name, "' (outputs: ", names, ")");
+  }
+  if (!value.defined()) {
+    bound_outputs_[index] = Tensor();
+    return Status::ok();
+  }
+  const Value* out = outputs[index];
+  if (out->kind != ValueKind::kTensor)
+    return invalid_argument("output '", name, "' is a ", value_kind_name(out->kind),
+                            "; only tensor outputs can be bound");
+  if (value.dtype() != out->dtype)
+    return invalid_argument("output '", name, "' is ", dtype_name(out->dtype), " but the tensor bound to it is ",
+                            dtype_name(value.dtype()));
+  bool agrees = value.rank() == out->dims.rank();
+  for (int i = 0; agrees && i < value.rank(); ++i) agrees = out->dims[i] < 0 || out->dims[i] == value.dims()[i];
+  if (!agrees)
+    return invalid_argument("output '", name, "' has shape ", out->dims.to_string(), " but the tensor bound to it has ",
+                            value.dims().to_string());
+  if (!value.is_contiguous()) return invalid_argument("the tensor bound to output '", name, "' must be contiguous");
+  if (!value.device().is_cpu() && value.device() != device_)
+    return unsupported("the tensor bound to output '", name, "' is on ", value.device().to_string(),
+                       " but this engine runs on ", device_.to_string(), "; give a host tensor",
+                       device_.is_cuda() ? str_cat(" or one on ", device_.to_string()) : std::string());
+  bound_outputs_[index] = std::move(value);
+  return Status::ok();
+}
+
+Result<Tensor*> ContextImpl::bound_output(const GraphPlan& plan, int slot, const TensorDesc& desc, Device where) {
+  if (&plan != &engine_->plan()) return nullptr;
+  for (size_t i = 0; i < plan.output_slots.size(); ++i) {
+    Tensor& t = bound_outputs_[i];
+    if (plan.output_slots[i] != slot || !t.defined()) continue;
+    if (t.dims() != desc.dims)
+      return invalid_argument("output '", engine_->graph().outputs()[i]->name, "' is bound to a tensor of shape ",
+                              t.dims().to_string(), " but this run computes ", desc.dims.to_string());
+    return t.device() == where ? &t : nullptr;
+  }
+  return nullptr;
+}
+
+Status ContextImpl::store_bound_outputs(Stream& stream) {
+  const auto& outputs = engine_->graph().outputs();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tensor& bound = bound_outputs_[i];
+    if (!bound.defined() || !output_set_[i]) continue;
+    RuntimeValue& v = outputs_[i];
+    if (v.tensor.raw() != bound.raw() || v.tensor.dims() != bound.dims()) {
+      if (v.kind != ValueKind::kTensor || v.tensor.dtype() != bound.dtype() || v.tensor.dims() != bound.dims())
+        return invalid_argument("output '", outputs[i]->name, "' is bound to a tensor of shape ",
+                                bound.dims().to_string(), " but this run computes ", v.tensor.describe());
+      KILN_ASSIGN_OR_RETURN(Tensor src, v.tensor.contiguous());
+      if (src.device().is_cpu() && bound.device().is_cpu()) {
+        if (src.nbytes()) std::memcpy(bound.raw(), src.raw(), src.nbytes());
+      } else {
+        KILN_RETURN_IF_ERROR(cuda::copy(src, bound, &stream));
+      }
+    }
+    v = RuntimeValue::of(bound);
+  }
   return Status::ok();
 }
 
@@ -268,8 +340,15 @@ Status ContextImpl::run_static(const PlanStep& step, const OpCall& call, Scope& 
   const bool host_fallback = device_.is_cuda() && !device;
   Allocator& alloc = host_fallback ? cpu_allocator() : *allocator_;
   char* block = static_cast<char*>(user_block_ ? user_block_ : own_block_.raw());
+  const Device where = host_fallback ? Device::cpu() : device_;
   for (size_t o = 0; o < call.outputs.size(); ++o) {
     const TensorDesc& d = call.outputs[o];
+    auto bound = bound_output(scope.plan(), step.out[o], d, where);
+    if (!bound) return bound.take_status().with_node(node.context());
+    if (*bound) {
+      dst.push_back(**bound);
+      continue;
+    }
     const int64_t off = spec_->offset[step.out[o]];
     if (off >= 0 && !host_fallback) {
       dst.push_back(Tensor::view(block + off, d.dtype, d.dims, device_));
@@ -350,10 +429,18 @@ Status ContextImpl::run_kernel(const PlanStep& step, Scope& scope, Stream& strea
   pad_optional_inputs(*node.schema, call.inputs, src);
   std::vector<Tensor> dst;
   Allocator& alloc = device_.is_cuda() && !device ? cpu_allocator() : *allocator_;
-  for (const TensorDesc& d : call.outputs) {
+  const Device where = device_.is_cuda() && !device ? Device::cpu() : device_;
+  for (size_t o = 0; o < call.outputs.size(); ++o) {
+    const TensorDesc& d = call.outputs[o];
     if (!d.dims.is_static())
       return internal_error("output shape ", d.dims.to_string(), " is still unknown at run time")
           .with_node(node.context());
+    auto bound = o < step.out.size() ? bound_output(scope.plan(), step.out[o], d, where) : Result<Tensor*>(nullptr);
+    if (!bound) return bound.take_status().with_node(node.context());
+    if (*bound) {
+      dst.push_back(**bound);
+      continue;
+    }
     auto t = Tensor::empty(d.dtype, d.dims, alloc, node.name);
     if (!t) return t.take_status().with_node(node.context());
     dst.push_back(std::move(*t));
@@ -466,6 +553,7 @@ Status ContextImpl::enqueue(Stream& stream, Event* input_consumed) {
       output_set_[i] = v ? 1 : 0;
       if (v) outputs_[i] = *v;
     }
+    KILN_RETURN_IF_ERROR(store_bound_outputs(stream));
     KILN_RETURN_IF_ERROR(stream.synchronize());
     return input_consumed ? input_consumed->record(stream) : Status::ok();
   }
@@ -483,6 +571,7 @@ Status ContextImpl::enqueue(Stream& stream, Event* input_consumed) {
     output_set_[i] = v ? 1 : 0;
     if (v) outputs_[i] = *v;
   }
+  KILN_RETURN_IF_ERROR(store_bound_outputs(stream));
   if (capturing) return Status::ok();
   if (input_consumed && !all_copied) KILN_RETURN_IF_ERROR(input_consumed->record(stream));
   KILN_RETURN_IF_ERROR(done_->record(stream));

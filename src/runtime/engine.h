@@ -149,6 +149,11 @@ class ContextImpl {
   Status set_input(const std::string& name, Tensor value);
   /// Binds a sequence or optional (or a tensor) to a graph input of that kind.
   Status set_input_value(const std::string& name, RuntimeValue value);
+  /// Binds a caller's tensor to a tensor graph output: runs write that output into it (in place where the step
+  /// writing it runs where the tensor lives, else copied there at the end of the run). dtype and rank must match
+  /// and static dims agree; it must be contiguous, on the host or on the engine's GPU, and each run must compute
+  /// its shape. Keep it alive while bound; an undefined tensor unbinds the output.
+  Status set_output(const std::string& name, Tensor value);
   /// Runs every step; shapes are planned once per set of input shapes. Outputs are host tensors when it returns.
   /// A GPU engine given a CPU stream runs on a stream of the context's own.
   Status execute(Stream& stream = cpu_stream());
@@ -206,6 +211,11 @@ class ContextImpl {
   Status run_and_store(Kernel& kernel, const PlanStep& step, const OpCall& call, std::vector<Tensor> src,
                        std::vector<Tensor> dst, Scope& scope, Stream& stream);
   Result<Kernel*> kernel_for(const PlanStep& step);
+  /// The caller's tensor bound to `slot` of `plan` (a top-level graph output), when the step writing it on
+  /// `where` can write into it directly; null otherwise. An error when its shape differs from `desc`.
+  Result<Tensor*> bound_output(const GraphPlan& plan, int slot, const TensorDesc& desc, Device where);
+  /// Puts each bound output into its tensor (copied when a step wrote it elsewhere) after a run.
+  Status store_bound_outputs(Stream& stream);
   // GPU engines (device_transfer.cpp): values move between host and device as steps need them.
   bool on_device(const PlanStep& step) const { return device_.is_cuda() && step.impl->backend == Backend::kCuda; }
   Status to_device(RuntimeValue& value, Stream& stream);
@@ -232,6 +242,7 @@ class ContextImpl {
   std::vector<char> input_set_;
   std::vector<RuntimeValue> outputs_;  ///< by graph output, after a run
   std::vector<char> output_set_;
+  std::vector<Tensor> bound_outputs_;  ///< by graph output: the caller's tensors (undefined: none bound)
   std::unique_ptr<Specialized> spec_;
   Tensor own_block_;  ///< the activation block when the caller gave none
   void* user_block_ = nullptr;

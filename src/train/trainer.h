@@ -11,11 +11,11 @@
 #include <string>
 
 #include "kiln/stream.h"
+#include "runner/graph_runner.h"
 #include "train/config.h"
 #include "train/data/loader.h"
 #include "train/device_mirror.h"
 #include "train/dist/dist.h"
-#include "train/graph_runner.h"
 #include "train/module.h"
 #include "train/optim/gradients.h"
 #include "train/optim/loss_scaler.h"

@@ -12,8 +12,8 @@
 #include "ops/elementwise/elementwise.h"
 #include "ops/grad.h"
 #include "ops/reduce/reduce.h"
+#include "runner/graph_runner.h"
 #include "train/autograd.h"
-#include "train/graph_runner.h"
 
 namespace kiln::harness {
 namespace {
@@ -96,7 +96,7 @@ Result<GradCase> make_grad_case(const OpCase& c, const Prepared& p) {
 }
 
 // sum_j sum(y_j * dy_j) in double, from a forward run.
-Result<double> host_loss(train::GraphRunner& fwd, const GradCase& gc) {
+Result<double> host_loss(GraphRunner& fwd, const GradCase& gc) {
   KILN_RETURN_IF_ERROR(fwd.run());
   double total = 0;
   for (size_t j = 0; j < gc.outputs.size(); ++j) {
@@ -107,7 +107,7 @@ Result<double> host_loss(train::GraphRunner& fwd, const GradCase& gc) {
 }
 
 Result<std::vector<Tensor>> run_backward(const GradCase& gc, const BuildOptions& build) {
-  KILN_ASSIGN_OR_RETURN(train::GraphRunner runner, train::GraphRunner::compile(*gc.training.graph, build));
+  KILN_ASSIGN_OR_RETURN(GraphRunner runner, GraphRunner::compile(*gc.training.graph, build));
   for (const auto& [name, value] : gc.inputs) KILN_RETURN_IF_ERROR(runner.set_input(name, value));
   KILN_RETURN_IF_ERROR(runner.run());
   std::vector<Tensor> grads;
@@ -127,7 +127,7 @@ Result<std::string> check_finite_differences(const OpCase& c, GradCase& gc, cons
     const DataType d = gc.forward->find_value(y)->dtype;
     if (d == DataType::kFloat16 || d == DataType::kBFloat16) return std::string("16-bit output");
   }
-  KILN_ASSIGN_OR_RETURN(train::GraphRunner fwd, train::GraphRunner::compile_reference(*gc.forward));
+  KILN_ASSIGN_OR_RETURN(GraphRunner fwd, GraphRunner::compile_reference(*gc.forward));
   std::vector<Tensor> values;  // writable copies the runner reads
   for (auto& [name, value] : gc.inputs) {
     KILN_ASSIGN_OR_RETURN(Tensor copy, value.clone());

@@ -17,6 +17,7 @@
 #include "core/cuda_runtime.h"
 #include "harness.h"
 #include "kiln/logger.h"
+#include "runner/op_runner.h"
 
 namespace kiln::harness {
 namespace {
@@ -109,69 +110,41 @@ void poison(Tensor& t) {
   }
 }
 
-Result<std::vector<Tensor>> alloc_outputs(const OpCall& call) {
+// Poisoned output tensors of the built op's types and shapes (the case's inferred shapes where the op's are
+// known only when it runs).
+Result<std::vector<Tensor>> alloc_outputs(const OpRunner& runner, const OpCall& call) {
+  const std::vector<TensorDesc>& built = runner.output_descs();
+  if (built.size() != call.outputs.size())
+    return internal_error("the case infers ", call.outputs.size(), " outputs but the built op has ", built.size());
   std::vector<Tensor> dst;
-  for (const TensorDesc& d : call.outputs) {
-    KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(d.dtype, d.dims));
+  for (size_t i = 0; i < built.size(); ++i) {
+    const Dims& dims = built[i].dims.is_static() ? built[i].dims : call.outputs[i].dims;
+    KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(built[i].dtype, dims));
     poison(t);
     dst.push_back(std::move(t));
   }
   return dst;
 }
 
-// An implementation instantiated for one prepared case, with its inputs and poisoned outputs on
-// its backend's device.
-struct Bound {
-  std::unique_ptr<Kernel> kernel;
-  std::unique_ptr<Stream> stream;  // CUDA only
-  std::vector<Tensor> src, dst, host_dst;
-  bool on_gpu = false;
-};
-
-Result<Bound> bind(const KernelImpl& impl, const Prepared& p) {
-  Bound b;
-  KILN_ASSIGN_OR_RETURN(b.kernel, impl.create(p.call));
-  KILN_ASSIGN_OR_RETURN(b.host_dst, alloc_outputs(p.call));
-  if (impl.backend != Backend::kCuda) {
-    b.src = p.src;
-    b.dst = b.host_dst;
-    return b;
-  }
-  b.on_gpu = true;
-  KILN_ASSIGN_OR_RETURN(b.stream, create_stream(Device::cuda(0)));
-  Allocator& dev = cuda::device_allocator(0);
-  for (const Tensor& t : p.src) {
-    if (!t.defined()) {
-      b.src.emplace_back();
-      continue;
-    }
-    KILN_ASSIGN_OR_RETURN(Tensor d, Tensor::empty(t.dtype(), t.dims(), dev));
-    KILN_RETURN_IF_ERROR(cuda::copy(t, d));
-    b.src.push_back(d);
-  }
-  for (const Tensor& t : b.host_dst) {
-    KILN_ASSIGN_OR_RETURN(Tensor d, Tensor::empty(t.dtype(), t.dims(), dev));
-    KILN_RETURN_IF_ERROR(cuda::copy(t, d));  // carries the poison
-    b.dst.push_back(d);
-  }
-  return b;
+// The case as one op run through the builder and the runtime on `backend`, optionally on a pinned kernel.
+OpSpec op_spec(const Prepared& p, Backend backend, std::optional<KernelPin> pin = std::nullopt) {
+  OpSpec spec;
+  spec.op = p.call.schema->name;
+  spec.attrs = p.call.attrs;
+  spec.inputs = p.src;
+  spec.backend = backend;
+  spec.pin = std::move(pin);
+  return spec;
 }
 
-Status launch(Bound& b, const Prepared& p) {
-  Stream& stream = b.on_gpu ? *b.stream : cpu_stream();
-  Allocator& alloc = b.on_gpu ? cuda::device_allocator(0) : cpu_allocator();
-  KernelContext ctx{p.call, b.src, b.dst, stream, alloc};
-  KILN_RETURN_IF_ERROR(b.kernel->run(ctx));
-  return stream.synchronize();
-}
-
-// Runs an implementation once; outputs come back as host tensors.
-Result<std::vector<Tensor>> run_impl(const KernelImpl& impl, const Prepared& p) {
-  KILN_ASSIGN_OR_RETURN(Bound b, bind(impl, p));
-  KILN_RETURN_IF_ERROR(launch(b, p));
-  if (b.on_gpu)
-    for (size_t i = 0; i < b.dst.size(); ++i) KILN_RETURN_IF_ERROR(cuda::copy(b.dst[i], b.host_dst[i]));
-  return b.host_dst;
+// Runs the case once with its outputs poisoned first (a kernel that skips elements leaves NaN or +-77 there);
+// outputs come back as host tensors.
+Result<std::vector<Tensor>> run_case(const Prepared& p, Backend backend, std::optional<KernelPin> pin = std::nullopt) {
+  KILN_ASSIGN_OR_RETURN(OpRunner runner, OpRunner::build(op_spec(p, backend, std::move(pin))));
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> poisoned, alloc_outputs(runner, p.call));
+  for (size_t i = 0; i < poisoned.size(); ++i) KILN_RETURN_IF_ERROR(runner.set_output(i, poisoned[i]));
+  KILN_RETURN_IF_ERROR(runner.run());
+  return runner.outputs();
 }
 
 // Empty when `got` matches `want` within the tolerance of `dtype`; else what differs first.
@@ -248,13 +221,19 @@ int run_test(const Options& opt) {
         continue;
       }
       const Prepared& p = *prepared;
-      auto ref_impl = KernelRegistry::global().select(p.call, Backend::kRef);
-      if (!ref_impl) {
-        if (opt.verbose) std::printf("skip %s: %s\n", label.c_str(), ref_impl.status().message().c_str());
+      auto ref_impls = OpRunner::candidates(op_spec(p, Backend::kRef), Backend::kRef);
+      if (!ref_impls) {
+        std::printf("FAIL %s: case setup: %s\n", label.c_str(), ref_impls.status().to_string().c_str());
+        ++failed;
+        continue;
+      }
+      if (ref_impls->accepted.empty()) {
+        if (opt.verbose)
+          std::printf("skip %s: no reference kernel accepts it:%s\n", label.c_str(), ref_impls->rejected.c_str());
         ++skipped;
         continue;
       }
-      auto want = run_impl(**ref_impl, p);
+      auto want = run_case(p, Backend::kRef);
       if (!want) {
         std::printf("FAIL %s: reference: %s\n", label.c_str(), want.status().to_string().c_str());
         ++failed;
@@ -276,11 +255,8 @@ int run_test(const Options& opt) {
           wide.src[i] = w;
           wide.call.inputs[i].dtype = DataType::kFloat32;
         }
-        for (auto& o : wide.call.outputs)
-          if (o.dtype == d) o.dtype = DataType::kFloat32;
         ++checks;
-        auto wide_impl = KernelRegistry::global().select(wide.call, Backend::kRef);
-        auto wide_out = wide_impl ? run_impl(**wide_impl, wide) : Result<std::vector<Tensor>>(wide_impl.status());
+        auto wide_out = run_case(wide, Backend::kRef);
         std::string diff = wide_out ? count_diff(*wide_out, want->size()) : wide_out.status().to_string();
         for (size_t i = 0; diff.empty() && i < want->size(); ++i) diff = compare((*want)[i], (*wide_out)[i], tol);
         if (!diff.empty()) {
@@ -290,23 +266,26 @@ int run_test(const Options& opt) {
       }
       for (Backend b : {Backend::kCpu, Backend::kCuda}) {
         if (!backend_selected(opt, b)) continue;
-        for (const KernelImpl* impl : KernelRegistry::global().find(c.op, b)) {
-          if (!impl->supports(p.call).is_ok()) continue;
+        auto accepted = OpRunner::candidates(op_spec(p, b), b);
+        if (!accepted) {
+          std::printf("FAIL %s on %s: %s\n", label.c_str(), backend_name(b).data(),
+                      accepted.status().to_string().c_str());
+          ++failed;
+          continue;
+        }
+        for (const OpCandidates::Accepted& cand : accepted->accepted) {
+          const KernelImpl* impl = cand.impl;
           if (b == Backend::kCuda && !gpu) {
             ++skipped;
             continue;
           }
-          // The default variant, then every tactic the implementation offers for the case.
+          // The default variant, then every tactic the implementation offers for the case: each a pinned build.
           std::vector<std::string> tactics = {""};
-          if (impl->tactics)
-            for (std::string& t : impl->tactics(p.call))
-              if (!t.empty()) tactics.push_back(std::move(t));
+          tactics.insert(tactics.end(), cand.tactics.begin(), cand.tactics.end());
           for (const std::string& tactic : tactics) {
-            Prepared variant = p;
-            variant.call.tactic = tactic;
             const std::string name = tactic.empty() ? impl->name : str_cat(impl->name, "[", tactic, "]");
             ++checks;
-            auto got = run_impl(*impl, variant);
+            auto got = run_case(p, b, KernelPin{impl->name, tactic});
             std::string diff = got ? count_diff(*got, want->size()) : got.status().to_string();
             for (size_t i = 0; diff.empty() && i < want->size(); ++i) {
               diff = compare((*got)[i], (*want)[i], tol);
@@ -339,14 +318,15 @@ int run_perf(const Options& opt) {
       for (Backend b : {Backend::kRef, Backend::kCpu, Backend::kCuda}) {
         if (b != Backend::kRef && !backend_selected(opt, b)) continue;
         if (b == Backend::kCuda && !gpu) continue;
-        for (const KernelImpl* impl : KernelRegistry::global().find(c.op, b)) {
-          if (!impl->supports(p->call).is_ok()) continue;
-          auto bound = bind(*impl, *p);
-          if (!bound || !launch(*bound, *p).is_ok()) continue;
-          const auto t0 = std::chrono::steady_clock::now();
-          for (int i = 0; i < opt.perf_iters; ++i) (void)launch(*bound, *p);
-          const double us =
-              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / opt.perf_iters;
+        auto accepted = OpRunner::candidates(op_spec(*p, b), b);
+        if (!accepted) continue;
+        for (const OpCandidates::Accepted& cand : accepted->accepted) {
+          const KernelImpl* impl = cand.impl;
+          auto runner = OpRunner::build(op_spec(*p, b, KernelPin{impl->name, ""}));
+          if (!runner) continue;
+          auto timed = runner->time_us(opt.perf_iters);
+          if (!timed) continue;
+          const double us = *timed;
           if (b == Backend::kRef) ref_us = us;
           std::printf("%-22s %-28s %-9s %-34s %12.1f %8.2fx\n", c.op.c_str(), c.name.c_str(), dtype_name(d).data(),
                       impl->name.c_str(), us, ref_us > 0 ? ref_us / us : 0.0);

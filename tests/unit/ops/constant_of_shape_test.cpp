@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/constant_of_shape/constant_of_shape.h"
 
 namespace kiln {
@@ -63,7 +64,7 @@ TEST(ConstantOfShape, FillsExactInt64) {
   OpCall call{s, &a, in, *out};
   for (Backend b : {Backend::kRef, Backend::kCpu}) {
     std::vector<Tensor> dst{*Tensor::empty(DataType::kInt64, {2, 3})};
-    ASSERT_TRUE(run_once(call, b, {shape}, dst).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, b, {shape}, dst).is_ok());
     for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(dst[0].data<int64_t>()[i], a.int_value) << backend_name(b);
   }
 }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/constant/constant.h"
 
 namespace kiln {
@@ -43,7 +44,7 @@ TEST(Constant, RoundTripsEveryDtype) {
     OpCall call{s, &b, {}, *out};
     for (Backend be : {Backend::kRef, Backend::kCpu}) {
       std::vector<Tensor> dst{*Tensor::empty(d, {2, 3})};
-      ASSERT_TRUE(run_once(call, be, {}, dst).is_ok());
+      ASSERT_TRUE(op_test::run_engine(call, be, {}, dst).is_ok());
       for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(dst[0].at(i), t.at(i)) << backend_name(be);
     }
   }

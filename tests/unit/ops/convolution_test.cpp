@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/convolution/convolution.h"
 
 namespace kiln {
@@ -40,20 +41,15 @@ std::string deconv_error(const DeconvolutionAttrs& a, Dims x, Dims w) {
   return r.is_ok() ? "" : r.status().message();
 }
 
-// Runs `call` on every registered ref and CPU implementation that accepts it.
+// Runs `call`'s op on every registered ref and CPU implementation that accepts it (each a pinned one-node engine).
 void run_everywhere(const OpCall& call, const std::vector<Tensor>& src, const std::vector<double>& want) {
   int ran = 0;
-  for (Backend b : {Backend::kRef, Backend::kCpu}) {
-    for (const KernelImpl* impl : KernelRegistry::global().find(call.schema->name, b)) {
-      if (!impl->supports(call).is_ok()) continue;
-      auto kernel = impl->create(call);
-      ASSERT_TRUE(kernel.is_ok()) << impl->name;
-      std::vector<Tensor> dst{*Tensor::empty(DataType::kFloat32, call.outputs[0].dims)};
-      KernelContext ctx{call, src, dst, cpu_stream(), cpu_allocator()};
-      ASSERT_TRUE((*kernel)->run(ctx).is_ok()) << impl->name;
-      ++ran;
-      for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(dst[0].at(i), want[i]) << impl->name << " at " << i;
-    }
+  for (const auto& [name, result] : op_test::run_all(call.schema->name.c_str(), *call.attrs, src)) {
+    ASSERT_TRUE(result.is_ok()) << name << ": " << result.status().to_string();
+    ++ran;
+    const Tensor& y = result->front();
+    ASSERT_EQ(y.dims(), call.outputs[0].dims) << name;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y.at(static_cast<int64_t>(i)), want[i]) << name << " at " << i;
   }
   EXPECT_GE(ran, 3);
 }
@@ -301,7 +297,7 @@ TEST(Convolution, EpilogueOnEveryOnednnTacticMatchesTheReference) {
   const OpSchema* s = OpRegistry::global().find("Convolution");
   OpCall call{s, &a, {f32(xd), f32(wd), f32({16}), f32(yd)}, {f32(yd)}, {nullptr, &w, nullptr, nullptr}};
   std::vector<Tensor> want{*Tensor::empty(DataType::kFloat32, yd)};
-  ASSERT_TRUE(run_once(call, Backend::kRef, {x, w, b, r}, want).is_ok());
+  ASSERT_TRUE(op_test::run_engine(call, Backend::kRef, {x, w, b, r}, want).is_ok());
   const KernelImpl* impl = KernelRegistry::global().find("Convolution", Backend::kCpu).at(0);
   ASSERT_EQ(impl->name, "cpu.onednn.convolution");
   ASSERT_TRUE(impl->supports(call).is_ok()) << impl->supports(call).message();

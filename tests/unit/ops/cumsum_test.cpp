@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/cumsum/cumsum.h"
 
 namespace kiln {
@@ -50,7 +51,7 @@ TEST(CumSumKernels, ExclusiveReverse) {
                 {{DataType::kFloat32, {2, 3}, true}, {DataType::kInt64, {}, true}},
                 {{DataType::kFloat32, {2, 3}, true}}};
     std::vector<Tensor> dst{*Tensor::empty(DataType::kFloat32, {2, 3})};
-    ASSERT_TRUE(run_once(call, backend, {x, axis}, dst).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, backend, {x, axis}, dst).is_ok());
     const double want[] = {5, 3, 0, 11, 6, 0};
     for (int i = 0; i < 6; ++i) EXPECT_EQ(dst[0].at(i), want[i]) << backend_name(backend) << " " << i;
   }

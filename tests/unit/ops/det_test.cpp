@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/det/det.h"
 
 namespace kiln {
@@ -41,7 +42,7 @@ TEST(DetKernels, KnownValues) {
                 {{DataType::kFloat32, {2, 3, 3}, true}},
                 {{DataType::kFloat32, {2}, true}}};
     std::vector<Tensor> dst{*Tensor::empty(DataType::kFloat32, {2})};
-    ASSERT_TRUE(run_once(call, backend, {x}, dst).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, backend, {x}, dst).is_ok());
     EXPECT_NEAR(dst[0].at(0), -2.0, 1e-5) << backend_name(backend);
     EXPECT_NEAR(dst[0].at(1), 6.0, 1e-5) << backend_name(backend);
   }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/einsum/einsum.h"
 
 namespace kiln {
@@ -51,7 +52,7 @@ TEST(EinsumKernels, TraceAndMatmul) {
     for (int i = 0; i < 9; ++i) x.set(i, i);
     OpCall call{OpRegistry::global().find("Einsum"), &a, {f32(d)}, {f32({})}};
     std::vector<Tensor> y{*Tensor::empty(DataType::kFloat32, {})};
-    ASSERT_TRUE(run_once(call, b, {x}, y).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, b, {x}, y).is_ok());
     EXPECT_FLOAT_EQ(y[0].at(0), 0 + 4 + 8) << backend_name(b);
   }
 }

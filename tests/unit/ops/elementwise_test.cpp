@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/elementwise/elementwise.h"
 
 namespace kiln {
@@ -36,7 +37,7 @@ std::vector<double> run(const char* op, const Attrs& attrs, std::vector<Tensor> 
   if (!outs.is_ok()) return {};
   call.outputs = *outs;
   std::vector<Tensor> dst{*Tensor::empty(call.outputs[0].dtype, call.outputs[0].dims)};
-  Status s = run_once(call, backend, src, dst);
+  Status s = op_test::run_engine(call, backend, src, dst);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   std::vector<double> out;
   for (int64_t i = 0; i < dst[0].numel(); ++i) out.push_back(dst[0].at(i));

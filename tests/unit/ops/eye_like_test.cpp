@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/eye_like/eye_like.h"
 
 namespace kiln {
@@ -36,7 +37,7 @@ TEST(EyeLike, OffDiagonal) {
   OpCall call{s, &a, in, *out};
   for (Backend b : {Backend::kRef, Backend::kCpu}) {
     std::vector<Tensor> dst{*Tensor::empty(DataType::kFloat32, {3, 3})};
-    ASSERT_TRUE(run_once(call, b, {*Tensor::empty(DataType::kFloat32, {3, 3})}, dst).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, b, {*Tensor::empty(DataType::kFloat32, {3, 3})}, dst).is_ok());
     const double want[] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
     for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(dst[0].at(i), want[i]) << backend_name(b) << " " << i;
   }

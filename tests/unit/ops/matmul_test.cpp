@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/matmul/matmul.h"
 
 namespace kiln {
@@ -96,7 +97,7 @@ TEST(MatrixMultiplyKernels, CpuAgreesWithHandComputedGemm) {
     for (int i = 0; i < 2; ++i) x.set(i, xs[i]), c.set(i, cs[i]);
     for (int i = 0; i < 4; ++i) w.set(i, ws[i]);
     std::vector<Tensor> dst{*Tensor::empty(DataType::kFloat32, {1, 2})};
-    ASSERT_TRUE(run_once(call, b, {x, w, c}, dst).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, b, {x, w, c}, dst).is_ok());
     // [1, 2] @ [[3, 4], [5, 6]]^T = [11, 17]; 2 * that - c = [12, 14].
     EXPECT_EQ(dst[0].at(0), 12.0) << backend_name(b);
     EXPECT_EQ(dst[0].at(1), 14.0) << backend_name(b);

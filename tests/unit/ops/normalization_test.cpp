@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/normalization/normalization.h"
 
 namespace kiln {
@@ -25,33 +26,21 @@ Tensor make(Dims dims, std::vector<double> values) {
   return t;
 }
 
-// Runs every ref and CPU implementation that accepts the problem; checks outputs against `want`.
+// Runs every ref and CPU implementation that accepts the problem (each a pinned one-node engine); checks outputs
+// against `want`.
 void expect_values(const char* op, const Attrs& a, std::vector<Tensor> src,
                    const std::vector<std::vector<double>>& want) {
-  OpCall call{OpRegistry::global().find(op), &a, {}, {}};
-  for (const Tensor& t : src)
-    call.inputs.push_back(t.defined() ? TensorDesc{t.dtype(), t.dims(), true} : TensorDesc::absent());
-  auto outs = call.schema->infer_outputs(InferContext(a, call.inputs));
-  ASSERT_TRUE(outs.is_ok()) << outs.status().message();
-  call.outputs = *outs;
   int ran = 0;
-  for (Backend b : {Backend::kRef, Backend::kCpu}) {
-    for (const KernelImpl* impl : KernelRegistry::global().find(op, b)) {
-      if (!impl->supports(call).is_ok()) continue;
-      ++ran;
-      std::vector<Tensor> dst;
-      for (const TensorDesc& d : call.outputs) dst.push_back(*Tensor::empty(d.dtype, d.dims));
-      auto kernel = impl->create(call);
-      ASSERT_TRUE(kernel.is_ok());
-      KernelContext ctx{call, src, dst, cpu_stream(), cpu_allocator()};
-      ASSERT_TRUE((*kernel)->run(ctx).is_ok()) << impl->name;
-      ASSERT_EQ(dst.size(), want.size()) << impl->name;
-      for (size_t o = 0; o < want.size(); ++o) {
-        ASSERT_EQ(dst[o].numel(), static_cast<int64_t>(want[o].size())) << impl->name;
-        for (size_t i = 0; i < want[o].size(); ++i)
-          EXPECT_NEAR(dst[o].at(static_cast<int64_t>(i)), want[o][i], 1e-5)
-              << impl->name << " output " << o << " element " << i;
-      }
+  for (const auto& [name, result] : op_test::run_all(op, a, std::move(src))) {
+    ASSERT_TRUE(result.is_ok()) << name << ": " << result.status().to_string();
+    ++ran;
+    const std::vector<Tensor>& dst = *result;
+    ASSERT_EQ(dst.size(), want.size()) << name;
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(dst[o].numel(), static_cast<int64_t>(want[o].size())) << name;
+      for (size_t i = 0; i < want[o].size(); ++i)
+        EXPECT_NEAR(dst[o].at(static_cast<int64_t>(i)), want[o][i], 1e-5)
+            << name << " output " << o << " element " << i;
     }
   }
   EXPECT_GE(ran, 2) << "expected a reference and a CPU implementation";

@@ -1,6 +1,6 @@
 #pragma once
 // Helpers shared by the op unit tests: build tensors and descs, run inference, run an op on every
-// reference and CPU implementation that accepts it.
+// reference and CPU implementation that accepts it (through the builder and the runtime: runner/op_runner.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/registry.h"
+#include "runner/op_runner.h"
 
 namespace kiln::op_test {
 
@@ -33,55 +34,57 @@ inline void expect_error(const Result<std::vector<TensorDesc>>& r, const std::st
 
 using Runs = std::vector<std::pair<std::string, Result<std::vector<Tensor>>>>;
 
-// Runs `op` on every ref and CPU implementation that accepts it (inputs absent where undefined); each
-// result is its outputs or the error that `create` or `run` gave. A backend in `must_run` (default: the
-// reference, and the CPU backend when it registers the op) with no accepting implementation fails the
-// test, so a loop over the result cannot pass by running nothing.
+// Runs `op` on every ref and CPU implementation that accepts it (inputs absent where undefined), each as a
+// one-node engine pinned to that implementation (builder and runtime, as every engine runs); each result is
+// its outputs or the error that building or running gave. A backend in `must_run` (default: the reference,
+// and the CPU backend when it registers the op) with no accepting implementation fails the test, so a loop
+// over the result cannot pass by running nothing.
 inline Runs run_all(const char* op, const Attrs& a, std::vector<Tensor> src, std::vector<Backend> must_run = {}) {
-  OpCall call;
-  call.schema = OpRegistry::global().find(op);
-  call.attrs = &a;
-  std::vector<const Tensor*> values;
-  for (const Tensor& t : src) {
-    call.inputs.push_back(t.defined() ? desc(t.dtype(), t.dims()) : TensorDesc::absent());
-    values.push_back(t.defined() ? &t : nullptr);
-  }
+  OpSpec spec;
+  spec.op = op;
+  spec.attrs = &a;
+  spec.inputs = std::move(src);
   Runs out;
-  auto outs = call.schema->infer_outputs(InferContext(a, call.inputs, values));
-  if (!outs.is_ok()) {
-    out.emplace_back("infer", Result<std::vector<Tensor>>(outs.status()));
-    return out;
-  }
-  call.outputs = *outs;
-  pad_optional_inputs(*call.schema, call.inputs, src);
   if (must_run.empty()) {
     must_run.push_back(Backend::kRef);
     if (!KernelRegistry::global().find(op, Backend::kCpu).empty()) must_run.push_back(Backend::kCpu);
   }
   for (Backend b : {Backend::kRef, Backend::kCpu}) {
-    int ran = 0;
-    std::string reasons;
-    for (const KernelImpl* impl : KernelRegistry::global().find(op, b)) {
-      if (Status s = impl->supports(call); !s.is_ok()) {
-        reasons += str_cat("\n  ", impl->name, ": ", s.message());
-        continue;
-      }
-      ++ran;
-      std::vector<Tensor> dst;
-      for (const TensorDesc& d : call.outputs) dst.push_back(*Tensor::empty(d.dtype, d.dims));
-      auto kernel = impl->create(call);
-      if (!kernel.is_ok()) {
-        out.emplace_back(impl->name, Result<std::vector<Tensor>>(kernel.status()));
-        continue;
-      }
-      KernelContext ctx{call, src, dst, cpu_stream(), cpu_allocator()};
-      Status s = (*kernel)->run(ctx);
-      out.emplace_back(impl->name, s.is_ok() ? Result<std::vector<Tensor>>(dst) : Result<std::vector<Tensor>>(s));
+    spec.backend = b;
+    auto candidates = OpRunner::candidates(spec, b);
+    if (!candidates.is_ok()) {
+      out.emplace_back("infer", Result<std::vector<Tensor>>(candidates.status()));
+      return out;
     }
-    if (ran == 0 && std::find(must_run.begin(), must_run.end(), b) != must_run.end())
-      ADD_FAILURE() << op << ": no " << backend_name(b) << " implementation ran this problem" << reasons;
+    for (const OpCandidates::Accepted& c : candidates->accepted) {
+      spec.pin = KernelPin{c.impl->name, ""};
+      out.emplace_back(c.impl->name, run_op(spec));
+    }
+    spec.pin.reset();
+    if (candidates->accepted.empty() && std::find(must_run.begin(), must_run.end(), b) != must_run.end())
+      ADD_FAILURE() << op << ": no " << backend_name(b) << " implementation ran this problem" << candidates->rejected;
   }
   return out;
+}
+
+// Runs `call`'s op on `src` once on `backend` as a one-node engine (builder and runtime; the first kernel of the
+// backend that accepts it, inputs the call marks constant built in as constants), the outputs written into `dst`
+// where it holds tensors (bound as the engine's outputs) and returned in it.
+inline Status run_engine(const OpCall& call, Backend backend, std::vector<Tensor> src, std::vector<Tensor>& dst) {
+  if (!call.schema || !call.attrs) return invalid_argument("run_engine: the call names no op or attributes");
+  OpSpec spec;
+  spec.op = call.schema->name;
+  spec.attrs = call.attrs;
+  spec.inputs = std::move(src);
+  spec.backend = backend;
+  for (size_t i = 0; i < call.constants.size(); ++i)
+    if (call.constants[i]) spec.constant_inputs.push_back(static_cast<int>(i));
+  KILN_ASSIGN_OR_RETURN(OpRunner runner, OpRunner::build(spec));
+  for (size_t i = 0; i < dst.size() && i < runner.output_count(); ++i)
+    if (dst[i].defined()) KILN_RETURN_IF_ERROR(runner.set_output(i, dst[i]));
+  KILN_RETURN_IF_ERROR(runner.run());
+  KILN_ASSIGN_OR_RETURN(dst, runner.outputs());
+  return Status::ok();
 }
 
 inline void expect_values(const Tensor& t, std::vector<double> want, const std::string& who, double tol = 0.0) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/pooling/pooling.h"
 
 namespace kiln {
@@ -45,32 +46,22 @@ Tensor iota(Dims dims) {
   return make(dims, v);
 }
 
-// Runs every ref and CPU implementation that accepts the problem and checks each output against `want`.
+// Runs every ref and CPU implementation that accepts the problem (each a pinned one-node engine) and checks each
+// output against `want`.
 void expect_pool(const PoolingAttrs& a, const Tensor& x, const std::vector<double>& want,
                  const std::vector<double>& want_indices = {}) {
-  OpCall call{OpRegistry::global().find("Pooling"), &a, {{x.dtype(), x.dims(), true}}, {}};
-  auto outs = infer(a, x.dims(), x.dtype());
-  ASSERT_TRUE(outs.is_ok()) << outs.status().message();
-  call.outputs = *outs;
   int ran = 0;
-  for (Backend b : {Backend::kRef, Backend::kCpu}) {
-    for (const KernelImpl* impl : KernelRegistry::global().find("Pooling", b)) {
-      if (!impl->supports(call).is_ok()) continue;
-      ++ran;
-      std::vector<Tensor> dst;
-      for (const TensorDesc& d : call.outputs) dst.push_back(*Tensor::empty(d.dtype, d.dims));
-      auto kernel = impl->create(call);
-      ASSERT_TRUE(kernel.is_ok());
-      KernelContext ctx{call, {x}, dst, cpu_stream(), cpu_allocator()};
-      ASSERT_TRUE((*kernel)->run(ctx).is_ok()) << impl->name;
-      ASSERT_EQ(dst[0].numel(), static_cast<int64_t>(want.size())) << impl->name;
-      for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_NEAR(dst[0].at(static_cast<int64_t>(i)), want[i], 1e-5) << impl->name << " element " << i;
-      if (!want_indices.empty()) {
-        ASSERT_EQ(dst.size(), 2u);
-        for (size_t i = 0; i < want_indices.size(); ++i)
-          EXPECT_EQ(dst[1].at(static_cast<int64_t>(i)), want_indices[i]) << impl->name << " index " << i;
-      }
+  for (const auto& [name, result] : op_test::run_all("Pooling", a, {x})) {
+    ASSERT_TRUE(result.is_ok()) << name << ": " << result.status().to_string();
+    ++ran;
+    const std::vector<Tensor>& dst = *result;
+    ASSERT_EQ(dst[0].numel(), static_cast<int64_t>(want.size())) << name;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(dst[0].at(static_cast<int64_t>(i)), want[i], 1e-5) << name << " element " << i;
+    if (!want_indices.empty()) {
+      ASSERT_EQ(dst.size(), 2u);
+      for (size_t i = 0; i < want_indices.size(); ++i)
+        EXPECT_EQ(dst[1].at(static_cast<int64_t>(i)), want_indices[i]) << name << " index " << i;
     }
   }
   EXPECT_GE(ran, 2) << "expected a reference and a CPU implementation";

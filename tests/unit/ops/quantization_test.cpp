@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/quantization/quantization.h"
 
 namespace kiln {
@@ -96,7 +97,7 @@ TEST(QuantizeKernel, RoundsHalfToEvenAndSaturates) {
       OpRegistry::global().find("Quantize"), &a, {desc(kF32, {6}), desc(kF32, {}), desc(kI8, {})}, {desc(kI8, {6})}};
   for (Backend b : {Backend::kRef, Backend::kCpu}) {
     std::vector<Tensor> dst{*Tensor::empty(kI8, {6})};
-    ASSERT_TRUE(run_once(call, b, {x, s, z}, dst).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, b, {x, s, z}, dst).is_ok());
     const double want[] = {0, 2, 2, -2, 127, -128};
     for (int i = 0; i < 6; ++i) EXPECT_EQ(dst[0].at(i), want[i]) << backend_name(b) << " element " << i;
   }

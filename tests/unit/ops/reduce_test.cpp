@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/reduce/reduce.h"
 
 namespace kiln {
@@ -137,7 +138,7 @@ TEST(ReduceKernels, HandComputedValues) {
       auto x = *Tensor::empty(DataType::kFloat32, {2, 3});
       for (int i = 0; i < 6; ++i) x.set(i, xs[i]);
       std::vector<Tensor> y{*Tensor::empty(DataType::kFloat32, {2})};
-      ASSERT_TRUE(run_once(call, b, {x}, y).is_ok());
+      ASSERT_TRUE(op_test::run_engine(call, b, {x}, y).is_ok());
       EXPECT_NEAR(y[0].at(0), w.row0, 1e-5) << enum_name(w.op) << " on " << backend_name(b);
       EXPECT_NEAR(y[0].at(1), w.row1, 1e-5) << enum_name(w.op) << " on " << backend_name(b);
     }
@@ -156,7 +157,7 @@ TEST(ReduceKernels, ArgMaxTies) {
       const double xs[] = {1, 7, 3, 7};
       for (int i = 0; i < 4; ++i) x.set(i, xs[i]);
       std::vector<Tensor> y{*Tensor::empty(DataType::kInt64, {})};
-      ASSERT_TRUE(run_once(call, b, {x}, y).is_ok());
+      ASSERT_TRUE(op_test::run_engine(call, b, {x}, y).is_ok());
       EXPECT_EQ(y[0].at(0), last ? 3.0 : 1.0) << backend_name(b);
     }
   }

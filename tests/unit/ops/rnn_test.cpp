@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/rnn/rnn.h"
 
 namespace kiln {
@@ -44,7 +45,7 @@ Result<std::vector<Tensor>> run(const char* op, const Attrs& a, const std::vecto
   KILN_ASSIGN_OR_RETURN(call.outputs, call.schema->infer_outputs(InferContext(a, call.inputs, values)));
   std::vector<Tensor> dst;
   for (const TensorDesc& d : call.outputs) dst.push_back(*Tensor::empty(d.dtype, d.dims));
-  KILN_RETURN_IF_ERROR(run_once(call, backend, src, dst));
+  KILN_RETURN_IF_ERROR(op_test::run_engine(call, backend, src, dst));
   return dst;
 }
 
@@ -270,7 +271,7 @@ TEST(RnnKernels, BadSequenceLengthIsAnErrorAtRunTime) {
   for (Backend be : {Backend::kRef, Backend::kCpu}) {
     std::vector<Tensor> dst;
     for (const TensorDesc& d : call.outputs) dst.push_back(*Tensor::empty(d.dtype, d.dims));
-    Status s = run_once(call, be, bad, dst);
+    Status s = op_test::run_engine(call, be, bad, dst);
     ASSERT_FALSE(s.is_ok());
     EXPECT_NE(s.message().find("sequence_lens[1] is 9"), std::string::npos) << s.message();
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/scale/scale.h"
 
 namespace kiln {
@@ -75,7 +76,7 @@ TEST(ScaleKernels, HandComputedChannel) {
     scale.set(0, 2), scale.set(1, 1);
     power.set(0, 2), power.set(1, 0.5);
     std::vector<Tensor> dst{*Tensor::empty(DataType::kFloat32, {2, 2})};
-    ASSERT_TRUE(run_once(call, b, {x, shift, scale, power}, dst).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, b, {x, shift, scale, power}, dst).is_ok());
     // row 0: (2x + 1)^2 -> 9, 25; row 1: sqrt(x) -> sqrt(3), 2.
     EXPECT_FLOAT_EQ(dst[0].at(0), 9.f) << backend_name(b);
     EXPECT_FLOAT_EQ(dst[0].at(1), 25.f) << backend_name(b);

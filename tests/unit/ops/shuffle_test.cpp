@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/shuffle/shuffle.h"
 
 namespace kiln {
@@ -66,7 +67,7 @@ void expect_values(const std::string& op, const Attrs& attrs, std::vector<Tensor
   for (Backend b : {Backend::kRef, Backend::kCpu}) {
     std::vector<Tensor> dst;
     for (const TensorDesc& d : *outs) dst.push_back(*Tensor::empty(d.dtype, d.dims));
-    Status s = run_once(call, b, in, dst);
+    Status s = op_test::run_engine(call, b, in, dst);
     ASSERT_TRUE(s.is_ok()) << s.to_string();
     ASSERT_EQ(dst.size(), want.size());
     for (size_t o = 0; o < want.size(); ++o) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/signal/signal.h"
 
 namespace kiln {
@@ -78,7 +79,7 @@ TEST(DftKernel, MatchesClosedForm) {
     OpCall call{OpRegistry::global().find("DFT"), &a, {desc(kF32, {1, n, 1})}, {desc(kF32, {1, n, 2})}};
     for (Backend b : {Backend::kRef, Backend::kCpu}) {
       std::vector<Tensor> dst{*Tensor::empty(kF32, {1, n, 2})};
-      ASSERT_TRUE(run_once(call, b, {x}, dst).is_ok());
+      ASSERT_TRUE(op_test::run_engine(call, b, {x}, dst).is_ok());
       for (int64_t k = 0; k < n; ++k) {
         const double want = (k == 3 || k == n - 3) ? n / 2.0 : 0.0;
         EXPECT_NEAR(dst[0].at(2 * k), want, 1e-4) << backend_name(b) << " n=" << n << " k=" << k;

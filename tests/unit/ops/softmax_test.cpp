@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/softmax/softmax.h"
 
 namespace kiln {
@@ -41,10 +42,10 @@ TEST(SoftmaxKernels, RowsSumToOneAndLogMatches) {
     for (int i = 0; i < 6; ++i) x.set(i, 100.0 * i);  // large logits: needs the max subtraction
     OpCall call{OpRegistry::global().find("Softmax"), &a, {f32(d)}, {f32(d)}};
     std::vector<Tensor> y{*Tensor::empty(DataType::kFloat32, d)};
-    ASSERT_TRUE(run_once(call, b, {x}, y).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, b, {x}, y).is_ok());
     OpCall log_call{OpRegistry::global().find("LogSoftmax"), &a, {f32(d)}, {f32(d)}};
     std::vector<Tensor> ly{*Tensor::empty(DataType::kFloat32, d)};
-    ASSERT_TRUE(run_once(log_call, b, {x}, ly).is_ok());
+    ASSERT_TRUE(op_test::run_engine(log_call, b, {x}, ly).is_ok());
     for (int col = 0; col < 2; ++col) {
       EXPECT_NEAR(y[0].at(col) + y[0].at(2 + col) + y[0].at(4 + col), 1.0, 1e-6) << backend_name(b);
       EXPECT_NEAR(y[0].at(4 + col), 1.0, 1e-6) << backend_name(b);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/trilu/trilu.h"
 
 namespace kiln {
@@ -35,7 +36,7 @@ TEST(TriluKernels, LowerWithK) {
                 {{DataType::kInt32, {3, 3}, true}, {DataType::kInt64, {}, true}},
                 {{DataType::kInt32, {3, 3}, true}}};
     std::vector<Tensor> dst{*Tensor::empty(DataType::kInt32, {3, 3})};
-    ASSERT_TRUE(run_once(call, backend, {x, k}, dst).is_ok());
+    ASSERT_TRUE(op_test::run_engine(call, backend, {x, k}, dst).is_ok());
     const double want[] = {0, 0, 0, 4, 0, 0, 7, 8, 0};
     for (int i = 0; i < 9; ++i) EXPECT_EQ(dst[0].at(i), want[i]) << backend_name(backend) << " " << i;
   }

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/registry.h"
+#include "op_test_util.h"
 #include "ops/unary/unary.h"
 
 namespace kiln {
@@ -28,7 +29,7 @@ std::vector<double> run(const UnaryAttrs& attrs, D dtype, std::vector<double> va
   OpCall call{OpRegistry::global().find("Unary"), &attrs, {{dtype, x.dims(), true}}, {}};
   call.outputs = *infer(attrs, call.inputs[0]);
   std::vector<Tensor> dst{*Tensor::empty(call.outputs[0].dtype, call.outputs[0].dims)};
-  Status s = run_once(call, backend, {x}, dst);
+  Status s = op_test::run_engine(call, backend, {x}, dst);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   std::vector<double> out;
   for (int64_t i = 0; i < dst[0].numel(); ++i) out.push_back(dst[0].at(i));

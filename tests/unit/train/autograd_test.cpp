@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "train/graph_runner.h"
+#include "runner/graph_runner.h"
 
 namespace kiln::train {
 namespace {

@@ -10,7 +10,7 @@
 #include "graph/graph.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
-#include "train/graph_runner.h"
+#include "runner/graph_runner.h"
 
 namespace kiln::train::testing {
 namespace {

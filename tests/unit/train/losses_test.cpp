@@ -10,8 +10,8 @@
 
 #include "graph/graph.h"
 #include "ops/loss/loss.h"
+#include "runner/graph_runner.h"
 #include "train/autograd.h"
-#include "train/graph_runner.h"
 
 namespace kiln::train {
 namespace {

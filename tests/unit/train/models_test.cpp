@@ -7,8 +7,8 @@
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
 #include "ops/loss/loss.h"
+#include "runner/graph_runner.h"
 #include "train/autograd.h"
-#include "train/graph_runner.h"
 #include "train/trainer.h"
 
 namespace kiln::train {

@@ -14,8 +14,8 @@
 #include "ops/normalization/normalization_train.h"
 #include "ops/pooling/pooling.h"
 #include "ops/softmax/softmax.h"
+#include "runner/graph_runner.h"
 #include "train/autograd.h"
-#include "train/graph_runner.h"
 
 namespace kiln::train::testing {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "ops/loss/loss.h"
 #include "ops/rnn/rnn.h"
+#include "runner/graph_runner.h"
 #include "train/autograd.h"
-#include "train/graph_runner.h"
 
 namespace kiln::train {
 namespace {

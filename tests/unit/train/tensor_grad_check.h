@@ -14,8 +14,8 @@
 #include "graph/graph.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/reduce/reduce.h"
+#include "runner/graph_runner.h"
 #include "train/autograd.h"
-#include "train/graph_runner.h"
 
 namespace kiln::train::grad_check {
 

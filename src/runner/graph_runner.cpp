@@ -1,6 +1,6 @@
-#include "train/graph_runner.h"
+#include "runner/graph_runner.h"
 
-namespace kiln::train {
+namespace kiln {
 
 Result<GraphRunner> GraphRunner::compile(const Graph& graph, const BuildOptions& options, BuildReport* report) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, build_engine(graph, options, report));
@@ -19,4 +19,4 @@ Result<GraphRunner> GraphRunner::compile_reference(const Graph& graph) {
   return compile(graph, options);
 }
 
-}  // namespace kiln::train
+}  // namespace kiln
