@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/cuda_runtime.h"
+#include "kernels/cpu/threads.h"
 #include "kernels/libraries.h"
 #include "kernels/registry.h"
 #include "kiln/version.h"
@@ -155,6 +156,7 @@ void print_system() {
   for (auto& f : cpu.features) features += " " + f;
   std::printf("  cpu        %s, %d threads, oneDNN ISA %s\n  features  %s\n", cpu.model.c_str(), cpu.threads,
               cpu.onednn_isa.c_str(), features.c_str());
+  std::printf("  openmp     idle threads wait: %s\n", openmp_wait_description());
   for (const LibraryVersion& lib : kernel_libraries())
     std::printf("  %-10s %s%s\n", lib.name.c_str(), lib.version.c_str(),
                 lib.note.empty() ? "" : (" (" + lib.note + ")").c_str());

@@ -129,6 +129,11 @@ class ExecutionContext {
   /// context's own caching allocator); it must be an allocator for the engine's device and outlive the context.
   Status set_allocator(Allocator* allocator);
 
+  /// Threads every CPU kernel of this context's runs uses, oneDNN's and kiln's own (0, the default: the calling
+  /// thread's OpenMP count, omp_get_max_threads()). The calling thread's count is the same after a run.
+  Status set_threads(int threads);
+  int threads() const;
+
   /// Runs once and returns when the outputs are written (a GPU engine runs on a stream of the context's own).
   Status execute();
   /// Runs on `stream`, a CPU stream for CPU engines and a CUDA stream for engines built for CUDA.

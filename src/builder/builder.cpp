@@ -212,7 +212,8 @@ Result<std::string> build_owned(std::unique_ptr<Graph> optimized, const BuildOpt
     return invalid_argument("the optimization level must be 0 to 5, not ", options.optimization_level);
   if (options.threads < 0)
     return invalid_argument("the thread count must be 0 (as set) or more, not ", options.threads);
-  if (options.threads > 0) set_cpu_threads(options.threads);
+  // Kernels are timed with the thread count the build was given; the caller's count is back when it returns.
+  const CpuThreadsScope threads_scope(options.threads);
   for (const auto& [name, pin] : options.pinned)
     if (!graph.find_node(name))
       return invalid_argument(

@@ -1,5 +1,8 @@
 #pragma once
-// parallel_for over [0, n) on the CPU (OpenMP); runs inline for small n.
+// parallel_for over [0, n) on the CPU (OpenMP, the team size of the calling thread: kernels/cpu/threads.h); runs
+// inline, without a parallel region, for small n or a team of one.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -13,13 +16,16 @@ inline int64_t grain_for(int64_t work_per_item, int64_t grain_work = kParallelGr
   return std::max<int64_t>(1, grain_work / std::max<int64_t>(1, work_per_item));
 }
 
+/// Calls f(i) for every i in [0, n): inline when n <= grain (the items not worth a second thread), else in one
+/// parallel region of at most n threads.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
-  if (n <= grain) {
+  const int threads = n <= grain ? 1 : static_cast<int>(std::min<int64_t>(n, omp_get_max_threads()));
+  if (threads <= 1) {
     for (int64_t i = 0; i < n; ++i) f(i);
     return;
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t i = 0; i < n; ++i) f(i);
 }
 

@@ -53,6 +53,7 @@ ContextImpl::ContextImpl(std::shared_ptr<const EngineImpl> engine) : engine_(std
     allocator_ = device_cache_.get();
   }
   kernels_.resize(static_cast<size_t>(engine_->step_count()));
+  kernel_threads_ = cpu_threads();
   for (const PlanStep& st : engine_->plan().steps) {
     if (!st.impl) continue;
     auto k = st.impl->create(build_time_call(st));
@@ -77,6 +78,15 @@ ContextImpl::~ContextImpl() {
     device_cache_->release_cache();
     (void)device_cache_.release();
   }
+}
+
+// oneDNN primitives fix their team size when they are made (its OpenMP build reads it then): kernels made under
+// another thread count than the run's are made again, once, as the steps reach them.
+void ContextImpl::match_kernel_threads() {
+  const int threads = cpu_threads();
+  if (threads == kernel_threads_ || device_.is_cuda()) return;
+  for (auto& kernel : kernels_) kernel.reset();
+  kernel_threads_ = threads;
 }
 
 Result<Kernel*> ContextImpl::kernel_for(const PlanStep& step) {
@@ -542,7 +552,9 @@ Status ContextImpl::enqueue(Stream& stream, Event* input_consumed) {
     KILN_ASSIGN_OR_RETURN(
         own_block_, Tensor::empty(DataType::kUInt8, Dims{static_cast<int64_t>(need)}, *allocator_, "activations"));
   }
-  if (threads_ > 0) set_cpu_threads(threads_);
+  // One thread count for every CPU kernel of the run (oneDNN's and kiln's own), the caller's back afterwards.
+  const CpuThreadsScope threads_scope(threads_);
+  match_kernel_threads();
   Scope scope(plan);
   for (const auto& [slot, t] : plan.constants) scope.put(slot, RuntimeValue::of(t));
   if (!device_.is_cuda()) {

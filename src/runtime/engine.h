@@ -178,8 +178,10 @@ class ContextImpl {
   void set_layer_timer(LayerTimer timer) { layer_timer_ = std::move(timer); }
   /// Where intermediates and outputs are allocated (the CPU allocator unless replaced); must outlive the context.
   void set_allocator(Allocator& allocator) { allocator_ = &allocator; }
-  /// Threads the CPU kernels use while this context runs (0: the process default).
+  /// Threads every CPU kernel uses while this context runs (0: the calling thread's OpenMP count). The calling
+  /// thread's count is restored after each run.
   void set_threads(int n) { threads_ = n; }
+  int threads() const { return threads_; }
   /// Runs in `bytes` of caller memory (64-byte aligned) instead of a block of its own; null gives it back.
   void set_activation_memory(void* data, size_t bytes);
   /// Plans the activation memory for the bound inputs' shapes (or the engine's static ones) and reports it.
@@ -216,6 +218,7 @@ class ContextImpl {
   Result<Tensor*> bound_output(const GraphPlan& plan, int slot, const TensorDesc& desc, Device where);
   /// Puts each bound output into its tensor (copied when a step wrote it elsewhere) after a run.
   Status store_bound_outputs(Stream& stream);
+  void match_kernel_threads();
   // GPU engines (device_transfer.cpp): values move between host and device as steps need them.
   bool on_device(const PlanStep& step) const { return device_.is_cuda() && step.impl->backend == Backend::kCuda; }
   Status to_device(RuntimeValue& value, Stream& stream);
@@ -249,6 +252,7 @@ class ContextImpl {
   size_t user_block_bytes_ = 0;
   LayerTimer layer_timer_;
   int threads_ = 0;
+  int kernel_threads_ = 0;  ///< the CPU thread count the kernels were made under
   Allocator* allocator_ = &cpu_allocator();
 };
 

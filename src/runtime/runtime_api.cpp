@@ -308,6 +308,14 @@ void ExecutionContext::set_profiler(Profiler* profiler) {
 
 Profiler* ExecutionContext::profiler() const { return state_->profiler; }
 
+Status ExecutionContext::set_threads(int threads) {
+  if (threads < 0) return invalid_argument("set_threads: ", threads, " is negative (0: the calling thread's count)");
+  state_->impl->set_threads(threads);
+  return Status::ok();
+}
+
+int ExecutionContext::threads() const { return state_->impl->threads(); }
+
 Status ExecutionContext::set_allocator(Allocator* allocator) {
   const Device device = state_->info->impl->device();
   if (allocator && allocator->device() != device)

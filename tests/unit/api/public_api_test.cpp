@@ -154,6 +154,23 @@ TEST(PublicApi, TwoContextsBoundByAddress) {
   expect_near(yb, expected_y(xb));
 }
 
+TEST(PublicApi, ContextThreadCount) {
+  const std::string bytes = build_dynamic_engine();
+  API_OK(engine, Runtime().deserialize_engine(bytes.data(), bytes.size()));
+  API_OK(ctx, engine->create_execution_context());
+  EXPECT_EQ(ctx->threads(), 0);
+  EXPECT_ERROR(ctx->set_threads(-2), "set_threads: -2 is negative");
+  EXPECT_OK(ctx->set_threads(1));
+  EXPECT_EQ(ctx->threads(), 1);
+  std::vector<float> x = {1, 2, 3, 4, -1, -2, 0.5f, 8}, y(6, -7), z(8, -7);
+  EXPECT_OK(ctx->set_input_shape("x", {2, 4}));
+  EXPECT_OK(ctx->set_tensor_address("x", x.data()));
+  EXPECT_OK(ctx->set_tensor_address("y", y.data()));
+  EXPECT_OK(ctx->set_tensor_address("z", z.data()));
+  EXPECT_OK(ctx->execute());
+  expect_near(y, expected_y(x));
+}
+
 class RecordingProfiler final : public Profiler {
  public:
   void report_layer_time(const char* layer, float ms) noexcept override {
