@@ -66,7 +66,8 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
       plan.push_back(step);
       continue;
     }
-    const OpCall call = node_call(*n);
+    OpCall call = node_call(*n);
+    call.allow_tf32 = options.passes.precision.tf32;
     std::vector<std::string> log;
     auto choice = choose_kernel(call, search, log);
     // A CUDA build runs a node no CUDA kernel takes on the host: a CPU kernel, else the reference one.
