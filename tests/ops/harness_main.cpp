@@ -39,6 +39,13 @@ Tolerance tolerance_for(DataType d, double scale) {
   }
 }
 
+Tolerance tf32_tolerance(const Tensor& want, double scale) {
+  double largest = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    if (std::isfinite(want.at(i))) largest = std::max(largest, std::fabs(want.at(i)));
+  return {kTf32Tolerance * scale * largest, kTf32Tolerance * scale};
+}
+
 uint64_t seed_for(const OpCase& c, DataType d) {
   uint64_t h = 1469598103934665603ull;
   for (char ch : c.op + "/" + c.name) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
@@ -296,10 +303,12 @@ int run_test(const Options& opt) {
             ++skipped;
             continue;
           }
-          // The default variant, then every tactic the implementation offers for the case.
+          // The default variant, then every tactic the implementation offers for the case, TF32 ones included.
           std::vector<std::string> tactics = {""};
+          OpCall listed = p.call;
+          listed.allow_tf32 = true;
           if (impl->tactics)
-            for (std::string& t : impl->tactics(p.call))
+            for (std::string& t : impl->tactics(listed))
               if (!t.empty()) tactics.push_back(std::move(t));
           for (const std::string& tactic : tactics) {
             Prepared variant = p;
@@ -309,7 +318,8 @@ int run_test(const Options& opt) {
             auto got = run_impl(*impl, variant);
             std::string diff = got ? count_diff(*got, want->size()) : got.status().to_string();
             for (size_t i = 0; diff.empty() && i < want->size(); ++i) {
-              diff = compare((*got)[i], (*want)[i], tol);
+              const bool tf32 = is_tf32_tactic(tactic) && (*want)[i].dtype() == DataType::kFloat32;
+              diff = compare((*got)[i], (*want)[i], tf32 ? tf32_tolerance((*want)[i], c.tolerance_scale) : tol);
               if (!diff.empty()) diff = str_cat("output ", i, ": ", diff);
             }
             if (!diff.empty()) {
