@@ -41,7 +41,11 @@ Status run_size(KernelContext& ctx) {
   return write_values(ctx, values);
 }
 
-Status any_dtype(const OpCall&) { return Status::ok(); }
+// Only x's dims are read; strings live on the host.
+Status any_dtype(const OpCall& call) {
+  if (call.inputs[0].dtype == DataType::kString) return unsupported("CUDA tensors hold no strings");
+  return Status::ok();
+}
 
 KILN_REGISTER_KERNEL(KernelImpl{.name = "cuda.shape",
                                 .op = "Shape",
