@@ -140,6 +140,7 @@ int run_exec(const ExecOptions& opt) {
     return fail(invalid_argument("--iterations and --avgRuns must be >= 1, --duration, --warmUp and --threads >= 0"));
   for (double p : opt.percentiles)
     if (!(p >= 0 && p <= 100)) return fail(invalid_argument("--percentile ", p, " is not in [0, 100]"));
+  if (opt.tf32 && opt.no_tf32) return fail(invalid_argument("--tf32 and --noTF32 contradict each other; give one"));
   // The device: asked for, else the GPU when one answers and kiln has CUDA.
   const cuda::RuntimeInfo rt = cuda::query_runtime();
   if (!opt.device.empty() && opt.device != "cuda" && opt.device != "cpu")
@@ -180,12 +181,15 @@ int run_exec(const ExecOptions& opt) {
     build_opt.passes.dump_dir = opt.dump_graph;
     build_opt.passes.precision.fp16 = opt.fp16;
     build_opt.passes.precision.bf16 = opt.bf16;
-    build_opt.passes.precision.tf32 = opt.tf32;
+    build_opt.passes.precision.tf32 = !opt.no_tf32;
     for (const std::string& spec : opt.layer_precisions) {
       auto pin = layer_precision(spec);
       if (!pin) return fail(pin.status());
       build_opt.passes.precision.pinned[pin->first] = pin->second;
     }
+    // trtexec's wording: the precisions layers may run in.
+    std::printf("[I] Precision: FP32%s%s%s\n", opt.no_tf32 ? "" : "+TF32", opt.fp16 ? "+FP16" : "",
+                opt.bf16 ? "+BF16" : "");
     auto profiles = parse_profiles(*model->graph, opt.min_shapes, opt.opt_shapes, opt.max_shapes);
     if (!profiles) return fail(profiles.status());
     if (!profiles->empty()) build_opt.header_extra[kProfilesHeaderKey] = profiles_to_json(*profiles);

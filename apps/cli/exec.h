@@ -23,7 +23,8 @@ struct ExecOptions {
   std::string timing_cache;
   std::vector<std::string> disable_passes;  ///< optimizer passes to skip by name ("all": no optimization)
   std::string dump_graph;                   ///< a folder for the graph before and after each pass
-  bool fp16 = false, bf16 = false, tf32 = false;
+  bool fp16 = false, bf16 = false;
+  bool tf32 = false, no_tf32 = false;         ///< TF32 is on unless --noTF32 (as in trtexec); --tf32 says so explicitly
   std::vector<std::string> layer_precisions;  ///< "layer:fp16" (trtexec's --layerPrecisions)
   std::string mem_pool_size;                  ///< "workspace:64M" (trtexec's --memPoolSize; MiB without a suffix)
   bool dump_profile = false;

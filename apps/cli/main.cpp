@@ -72,7 +72,8 @@ int run(int argc, char** argv) {
                    "write the graph to this folder before the optimizer and after each pass that changed it");
   exec->add_flag("--fp16", exec_opt.fp16, "let layers run in float16 where a kernel exists (others stay float32)");
   exec->add_flag("--bf16", exec_opt.bf16, "let layers run in bfloat16 where a kernel exists (others stay float32)");
-  exec->add_flag("--tf32", exec_opt.tf32, "let CUDA matrix kernels round inputs to TF32");
+  exec->add_flag("--tf32", exec_opt.tf32, "let CUDA matrix kernels round float32 inputs to TF32 (the default)");
+  exec->add_flag("--noTF32", exec_opt.no_tf32, "keep CUDA matrix kernels in exact float32 (no TF32 tactics)");
   exec->add_option("--layerPrecisions", exec_opt.layer_precisions,
                    "pin layers to a precision: name:fp32|fp16|bf16, comma-separated (the layer's ONNX node name)")
       ->delimiter(',');

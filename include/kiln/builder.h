@@ -89,7 +89,9 @@ class OnnxParser {
 
 /// Precisions the builder may choose besides FP32 (TensorRT's BuilderFlag). Layers without a kernel
 /// in a requested precision run in FP32, with a verbose log line naming the layer; softmax, norms and
-/// reductions always run in FP32. TF32 concerns the CUDA backend's matrix kernels.
+/// reductions always run in FP32. TF32 concerns the CUDA backend's matrix kernels (cuBLASLt GEMMs, cuDNN
+/// convolutions): with it, their float32 tactics include ones that round inputs to TF32 (suffix "+tf32"), timed
+/// like the others. TF32 is on by default, as in TensorRT; clear it for exact float32 products.
 enum class BuilderFlag : uint32_t { kFp16 = 1, kBf16 = 2, kTf32 = 4 };
 
 enum class MemoryPoolType { kWorkspace };
@@ -139,7 +141,7 @@ class BuilderConfig {
   const std::set<std::string>& disabled_passes() const { return disabled_passes_; }
 
  private:
-  uint32_t flags_ = 0;
+  uint32_t flags_ = static_cast<uint32_t>(BuilderFlag::kTf32);  // TensorRT's default
   uint64_t workspace_limit_ = 0;
   std::map<std::string, ShapeRange> profiles_;
   std::string timing_cache_path_;

@@ -117,7 +117,8 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
       plan.push_back(step);
       continue;
     }
-    const OpCall call = node_call(*n);
+    OpCall call = node_call(*n);
+    call.allow_tf32 = options.passes.precision.tf32;
     std::vector<std::string> log;
     // Pins name top-level nodes; a pinned node gets no timing and no fallback.
     const auto pin = path.empty() ? options.pinned.find(n->name) : options.pinned.end();

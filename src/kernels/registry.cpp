@@ -27,6 +27,24 @@ std::string OpCall::to_string() const {
   return s;
 }
 
+bool is_tf32_tactic(std::string_view tactic) { return tactic.ends_with(kTf32TacticSuffix); }
+
+std::string strip_tf32_suffix(const std::string& tactic) {
+  return is_tf32_tactic(tactic) ? tactic.substr(0, tactic.size() - kTf32TacticSuffix.size()) : tactic;
+}
+
+bool tf32_tactics_allowed(const OpCall& call) {
+  if (!call.allow_tf32) return false;
+  bool any = false;
+  for (const std::vector<TensorDesc>* list : {&call.inputs, &call.outputs})
+    for (const TensorDesc& d : *list) {
+      if (!d.present || !is_floating(d.dtype)) continue;
+      if (d.dtype != DataType::kFloat32) return false;
+      any = true;
+    }
+  return any;
+}
+
 namespace {
 
 class LambdaKernel final : public Kernel {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/stream.h"
@@ -30,6 +31,10 @@ struct OpCall {
   /// What the implementation's `prepare` made at build time for this node and tactic (stored in the engine,
   /// alive as long as the kernel), or null. Kernels check it still fits before using it.
   const Tensor* prepared = nullptr;
+  /// Whether float32 matrix kernels may offer TF32 tactics (inputs rounded to TF32 on tensor cores): the builder
+  /// sets it from BuilderConfig's TF32 flag. A tactic chosen that way carries kTf32TacticSuffix, so running an
+  /// engine needs no flag.
+  bool allow_tf32 = false;
 
   template <class A>
   const A& attrs_as() const {
@@ -87,6 +92,15 @@ struct KernelImpl {
   /// Optional: data made once at build time from the call's constants (see OpCall::prepared).
   PrepareFn prepare;
 };
+
+/// The suffix of tactics that round float32 inputs to TF32 ("implicit_gemm+tf32", "a21-t...+tf32").
+inline constexpr std::string_view kTf32TacticSuffix = "+tf32";
+/// Whether `tactic` is a TF32 tactic (ends with kTf32TacticSuffix).
+bool is_tf32_tactic(std::string_view tactic);
+/// `tactic` without its TF32 suffix (itself when it has none).
+std::string strip_tf32_suffix(const std::string& tactic);
+/// Whether `call` may get TF32 tactics: allowed by the builder, and every floating input and output is float32.
+bool tf32_tactics_allowed(const OpCall& call);
 
 /// A kernel with no state: `run` is called with every context.
 CreateFn stateless(RunFn run);

@@ -46,7 +46,8 @@ Result<std::unique_ptr<Graph>> op_graph(const OpSpec& spec) {
 
 Result<OpCandidates> OpRunner::candidates(const OpSpec& spec, Backend backend) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, op_graph(spec));
-  const OpCall call = node_call(*g->nodes().front());
+  OpCall call = node_call(*g->nodes().front());
+  call.allow_tf32 = spec.allow_tf32;
   OpCandidates out;
   for (const KernelImpl* impl : KernelRegistry::global().find(spec.op, backend)) {
     if (Status ok = impl->supports(call); !ok.is_ok()) {
@@ -71,6 +72,7 @@ Result<OpRunner> OpRunner::build(const OpSpec& spec) {
   options.optimization_level = 0;
   options.passes.enabled = false;
   options.reference_fallback = false;
+  options.passes.precision.tf32 = spec.allow_tf32;
   if (spec.pin) options.pinned[spec.node_name] = *spec.pin;
   OpRunner r;
   KILN_ASSIGN_OR_RETURN(r.runner_, GraphRunner::compile(*g, options));

@@ -18,6 +18,8 @@ struct OpSpec {
   std::vector<Tensor> inputs;    ///< host tensors; an undefined one is a skipped optional input
   Backend backend = Backend::kCpu;
   std::optional<KernelPin> pin;  ///< the implementation and tactic to run (none: the builder's first choice)
+  /// Float32 problems may use TF32 tactics (a builder with TF32 on): candidates list them, a pin may name one.
+  bool allow_tf32 = false;
   /// Inputs made constants of the graph besides the op's value inputs (which always are): kernels then see
   /// them as build-time constants (prepared weights).
   std::vector<int> constant_inputs;

@@ -52,6 +52,10 @@ struct Tolerance {
   double atol, rtol;
 };
 Tolerance tolerance_for(DataType d, double scale);
+/// TF32 tactics (float32 inputs rounded to 10 mantissa bits, "+tf32"): this much relative error, and as much
+/// absolute error relative to the largest |value| of the reference output `want` (products of many terms).
+inline constexpr double kTf32Tolerance = 5e-3;
+Tolerance tf32_tolerance(const Tensor& want, double scale);
 uint64_t seed_for(const OpCase& c, DataType d);
 Result<Tensor> make_input(const InputSpec& spec, DataType dtype, std::mt19937_64& rng);
 

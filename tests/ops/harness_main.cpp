@@ -40,6 +40,13 @@ Tolerance tolerance_for(DataType d, double scale) {
   }
 }
 
+Tolerance tf32_tolerance(const Tensor& want, double scale) {
+  double largest = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    if (std::isfinite(want.at(i))) largest = std::max(largest, std::fabs(want.at(i)));
+  return {kTf32Tolerance * scale * largest, kTf32Tolerance * scale};
+}
+
 uint64_t seed_for(const OpCase& c, DataType d) {
   uint64_t h = 1469598103934665603ull;
   for (char ch : c.op + "/" + c.name) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
@@ -133,6 +140,8 @@ OpSpec op_spec(const Prepared& p, Backend backend, std::optional<KernelPin> pin 
   spec.attrs = p.call.attrs;
   spec.inputs = p.src;
   spec.backend = backend;
+  // Candidates are listed as a builder with TF32 on sees them; a TF32 tactic runs in a build that allows it.
+  spec.allow_tf32 = !pin || is_tf32_tactic(pin->tactic);
   spec.pin = std::move(pin);
   return spec;
 }
@@ -279,7 +288,8 @@ int run_test(const Options& opt) {
             ++skipped;
             continue;
           }
-          // The default variant, then every tactic the implementation offers for the case: each a pinned build.
+          // The default variant, then every tactic the implementation offers for the case (TF32 ones included):
+          // each a pinned build.
           std::vector<std::string> tactics = {""};
           tactics.insert(tactics.end(), cand.tactics.begin(), cand.tactics.end());
           for (const std::string& tactic : tactics) {
@@ -288,7 +298,8 @@ int run_test(const Options& opt) {
             auto got = run_case(p, b, KernelPin{impl->name, tactic});
             std::string diff = got ? count_diff(*got, want->size()) : got.status().to_string();
             for (size_t i = 0; diff.empty() && i < want->size(); ++i) {
-              diff = compare((*got)[i], (*want)[i], tol);
+              const bool tf32 = is_tf32_tactic(tactic) && (*want)[i].dtype() == DataType::kFloat32;
+              diff = compare((*got)[i], (*want)[i], tf32 ? tf32_tolerance((*want)[i], c.tolerance_scale) : tol);
               if (!diff.empty()) diff = str_cat("output ", i, ": ", diff);
             }
             if (!diff.empty()) {

@@ -2,12 +2,14 @@
 // the optimizer's epilogue y = act(conv(x, w) + b + residual).
 //
 // Tactics are cuDNN's forward algorithms, as cudnnGetConvolutionForwardAlgorithm_v7 offers them for the problem, named
-// by the algorithm and its math type: "implicit_precomp_gemm", "winograd_nonfused+tensor_op", ... (float32 never
-// takes tensor-op math: it stays exact float32, no TF32). The names stay stable across cuDNN releases and heuristic
-// orders, so a timing-cache entry keeps meaning one algorithm. A "+fused" variant computes bias, residual and ReLU (or
-// no activation) in one cudnnConvolutionBiasActivationForward call; it is offered only where cuDNN documents that
-// call for the problem: the implicit precomputed GEMM algorithm (the one the identity form requires), a bias, ReLU or
-// no activation, float32 or float16. Every other variant runs the convolution, then kiln's epilogue kernel adds the
+// by the algorithm and its math type: "implicit_precomp_gemm", "winograd_nonfused+tensor_op", ... Float32 runs with FMA
+// math (exact float32) unless the builder allows TF32: then the algorithms the heuristic offers with CUDNN_DEFAULT_MATH
+// (which lets cuDNN round float32 inputs to TF32 on tensor cores) are tactics too, named with a "+tf32" suffix
+// ("implicit_precomp_gemm+tf32", "implicit_precomp_gemm+fused+tf32"). The names stay stable across cuDNN releases and
+// heuristic orders, so a timing-cache entry keeps meaning one algorithm. A "+fused" variant computes bias, residual and
+// ReLU (or no activation) in one cudnnConvolutionBiasActivationForward call; it is offered only where cuDNN documents
+// that call for the problem: the implicit precomputed GEMM algorithm (the one the identity form requires), a bias, ReLU
+// or no activation, float32 or float16. Every other variant runs the convolution, then kiln's epilogue kernel adds the
 // bias and the residual and applies any activation in one elementwise pass on the same stream. The default (empty)
 // tactic is the heuristic's first algorithm with kiln's epilogue. `run` uses exactly the algorithm of its tactic:
 // when cuDNN no longer offers it for the shapes seen, the run fails, naming the tactic.
@@ -147,13 +149,15 @@ std::vector<std::string> tactic_parts(const std::string& t) {
 }
 
 // An algorithm and its math class: "algo", "algo+tensor_op" or "algo+tensor_op_conversion"; "" for none (the
-// heuristic's first choice).
+// heuristic's first choice). A float32 TF32 tactic ends in "+tf32" ("+tf32" alone: the TF32 heuristic's first).
 template <class Algo>
 struct AlgoTactic {
   std::optional<Algo> algo;
   MathClass math = MathClass::kPlain;
+  bool tf32 = false;
 
-  std::string to_string() const {
+  // The algorithm and its math class.
+  std::string base() const {
     if (!algo) return "";
     std::string s;
     for (const auto& a : algo_names(Algo{}))
@@ -162,6 +166,8 @@ struct AlgoTactic {
     if (math == MathClass::kTensorOpConversion) s += "+tensor_op_conversion";
     return s;
   }
+  std::string tf32_suffix() const { return tf32 ? std::string(kTf32TacticSuffix) : ""; }
+  std::string to_string() const { return base() + tf32_suffix(); }
 
   // Reads the algorithm (parts[0]) and a math class after it; returns the parts used, 0 for an unknown algorithm.
   size_t read(const std::vector<std::string>& parts) {
@@ -174,8 +180,10 @@ struct AlgoTactic {
     return i;
   }
 
-  static std::optional<AlgoTactic> parse(const std::string& t) {
+  static std::optional<AlgoTactic> parse(const std::string& tactic) {
     AlgoTactic out;
+    out.tf32 = is_tf32_tactic(tactic);
+    const std::string t = strip_tf32_suffix(tactic);
     if (t.empty()) return out;
     const std::vector<std::string> parts = tactic_parts(t);
     if (out.read(parts) != parts.size()) return std::nullopt;
@@ -188,11 +196,13 @@ struct AlgoTactic {
 struct ConvTactic : AlgoTactic<cudnnConvolutionFwdAlgo_t> {
   bool fused = false;
 
-  std::string to_string() const { return AlgoTactic::to_string() + (algo && fused ? "+fused" : ""); }
+  std::string to_string() const { return base() + (algo && fused ? "+fused" : "") + tf32_suffix(); }
 };
 
-std::optional<ConvTactic> parse_tactic(const std::string& t) {
+std::optional<ConvTactic> parse_tactic(const std::string& tactic) {
   ConvTactic out;
+  out.tf32 = is_tf32_tactic(tactic);
+  const std::string t = strip_tf32_suffix(tactic);
   if (t.empty()) return out;
   const std::vector<std::string> parts = tactic_parts(t);
   size_t i = out.read(parts);
@@ -433,15 +443,34 @@ Result<BwdGeometry> bwd_geometry(const ConvolutionAttrs& a, const Dims& x, const
   return g;
 }
 
-// The math types worth asking the heuristic about: float32 only FMA; the halves with and without tensor ops.
-std::vector<cudnnMathType_t> query_math(DataType dt) {
-  if (dt == DataType::kFloat32) return {CUDNN_FMA_MATH};
-  return {CUDNN_TENSOR_OP_MATH, CUDNN_DEFAULT_MATH};
+// A math type to ask the heuristic with, and whether its float32 answers are TF32 tactics.
+struct MathQuery {
+  cudnnMathType_t math;
+  bool tf32;
+};
+
+// The math types worth asking the heuristic about: float32 FMA (exact), and with `tf32` the default math, which
+// lets float32 round to TF32; the halves with and without tensor ops.
+std::vector<MathQuery> query_math(DataType dt, bool tf32) {
+  if (dt == DataType::kFloat32) {
+    if (tf32) return {{CUDNN_FMA_MATH, false}, {CUDNN_DEFAULT_MATH, true}};
+    return {{CUDNN_FMA_MATH, false}};
+  }
+  return {{CUDNN_TENSOR_OP_MATH, false}, {CUDNN_DEFAULT_MATH, false}};
 }
 
-// The heuristic's successful answers for `math`, float32 answers with tensor-op math left out (float32 stays exact).
+// The math type an answer runs with: float32 FMA math (CUDNN_DEFAULT_MATH would allow TF32 on Ampere and later)
+// unless it is a TF32 tactic, which runs with the default math; the halves with the answer's.
+cudnnMathType_t run_math(cudnnMathType_t answered, DataType dt, bool tf32) {
+  if (dt != DataType::kFloat32) return answered;
+  return tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+// The heuristic's successful answers for `q`, float32 answers with tensor-op math left out unless they are TF32
+// tactics (float32 stays exact otherwise).
 template <class Op>
-Result<std::vector<typename Op::Perf>> query(cudnnHandle_t h, Problem& p, cudnnMathType_t math, DataType dt) {
+Result<std::vector<typename Op::Perf>> query(cudnnHandle_t h, Problem& p, MathQuery q, DataType dt) {
+  const cudnnMathType_t math = q.math;
   KILN_RETURN_IF_ERROR(cuda::check(cudnnSetConvolutionMathType(p.cd.get(), math), "cudnnSetConvolutionMathType"));
   int max = 0;
   KILN_RETURN_IF_ERROR(Op::max_count(h, &max));
@@ -451,17 +480,17 @@ Result<std::vector<typename Op::Perf>> query(cudnnHandle_t h, Problem& p, cudnnM
   std::vector<typename Op::Perf> out;
   for (int i = 0; i < found && i < static_cast<int>(perf.size()); ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-        (dt != DataType::kFloat32 || math_class(perf[i].mathType) == MathClass::kPlain))
+        (dt != DataType::kFloat32 || q.tf32 || math_class(perf[i].mathType) == MathClass::kPlain))
       out.push_back(perf[i]);
   return out;
 }
 
-// The workspace of a heuristic answer as the kernel runs it (float32 with FMA math: CUDNN_DEFAULT_MATH would allow
-// TF32 on Ampere and later), or nullopt when cuDNN refuses the configuration (a tactic worth listing only if it can
-// run). Leaves the descriptor's math type at the one it runs with.
+// The workspace of a heuristic answer as the kernel runs it (run_math), or nullopt when cuDNN refuses the
+// configuration (a tactic worth listing only if it can run). Leaves the descriptor's math type at the one it runs with.
 template <class Op>
-std::optional<size_t> algo_workspace(cudnnHandle_t h, Problem& p, const typename Op::Perf& perf, DataType dt) {
-  const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : perf.mathType;
+std::optional<size_t> algo_workspace(cudnnHandle_t h, Problem& p, const typename Op::Perf& perf, DataType dt,
+                                     bool tf32) {
+  const cudnnMathType_t math = run_math(perf.mathType, dt, tf32);
   size_t bytes = 0;
   if (cudnnSetConvolutionMathType(p.cd.get(), math) != CUDNN_STATUS_SUCCESS ||
       Op::workspace(h, p, perf.algo, &bytes) != CUDNN_STATUS_SUCCESS)
@@ -469,15 +498,15 @@ std::optional<size_t> algo_workspace(cudnnHandle_t h, Problem& p, const typename
   return std::max(bytes, perf.memory);
 }
 
-// Calls f(perf) for every answer the heuristic gives that can run (its workspace known), math types in query_math's
-// order: the tactics of a problem.
+// Calls f(perf, tf32) for every answer the heuristic gives that can run (its workspace known), math types in
+// query_math's order: the tactics of a problem (TF32 ones when `tf32` and the problem is float32).
 template <class Op, class F>
-void for_each_offered(cudnnHandle_t h, Problem& p, DataType dt, F&& f) {
-  for (cudnnMathType_t m : query_math(dt)) {
-    auto found = query<Op>(h, p, m, dt);
+void for_each_offered(cudnnHandle_t h, Problem& p, DataType dt, bool tf32, F&& f) {
+  for (MathQuery q : query_math(dt, tf32)) {
+    auto found = query<Op>(h, p, q, dt);
     if (!found) continue;
     for (const typename Op::Perf& perf : *found)
-      if (algo_workspace<Op>(h, p, perf, dt)) f(perf);
+      if (algo_workspace<Op>(h, p, perf, dt, q.tf32)) f(perf, q.tf32);
   }
 }
 
@@ -487,11 +516,12 @@ void for_each_offered(cudnnHandle_t h, Problem& p, DataType dt, F&& f) {
 template <class Op>
 Result<std::optional<std::pair<typename Op::Perf, size_t>>> choose(cudnnHandle_t h, Problem& p, DataType dt,
                                                                    const AlgoTactic<typename Op::Algo>& tactic) {
-  for (cudnnMathType_t m : query_math(dt)) {
-    KILN_ASSIGN_OR_RETURN(auto found, query<Op>(h, p, m, dt));
+  for (MathQuery q : query_math(dt, tactic.tf32)) {
+    if (q.tf32 != tactic.tf32) continue;
+    KILN_ASSIGN_OR_RETURN(auto found, query<Op>(h, p, q, dt));
     for (const typename Op::Perf& perf : found) {
-      if (tactic.algo && (perf.algo != *tactic.algo || math_class(perf.mathType) != tactic.math)) continue;
-      if (const std::optional<size_t> bytes = algo_workspace<Op>(h, p, perf, dt))
+      if (tactic.algo && (perf.algo != *tactic.algo || (!q.tf32 && math_class(perf.mathType) != tactic.math))) continue;
+      if (const std::optional<size_t> bytes = algo_workspace<Op>(h, p, perf, dt, q.tf32))
         return std::optional(std::pair(perf, *bytes));
     }
   }
@@ -534,16 +564,18 @@ std::vector<std::string> conv_tactics(const OpCall& call) {
   auto add = [&](std::string t) {
     if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
   };
-  for_each_offered<FwdOp>(*h, p, dt, [&](const cudnnConvolutionFwdAlgoPerf_t& perf) {
-    ConvTactic t;
-    t.algo = perf.algo;
-    t.math = math_class(perf.mathType);
-    add(t.to_string());
-    if (fusable(e, dt, perf.algo)) {
-      t.fused = true;
-      add(t.to_string());
-    }
-  });
+  for_each_offered<FwdOp>(*h, p, dt, tf32_tactics_allowed(call),
+                          [&](const cudnnConvolutionFwdAlgoPerf_t& perf, bool tf32) {
+                            ConvTactic t;
+                            t.algo = perf.algo;
+                            t.math = tf32 ? MathClass::kPlain : math_class(perf.mathType);
+                            t.tf32 = tf32;
+                            add(t.to_string());
+                            if (fusable(e, dt, perf.algo)) {
+                              t.fused = true;
+                              add(t.to_string());
+                            }
+                          });
   return out;
 }
 
@@ -631,7 +663,7 @@ class CudnnConvolution final : public Kernel {
                          w.dims().to_string(), " (", dtype_name(dt), ")");
     }
     algo_ = chosen->first.algo;
-    math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->first.mathType;  // choose left the descriptor at it
+    math_ = run_math(chosen->first.mathType, dt, tactic_.tf32);  // choose left the descriptor at it
     workspace_bytes_ = chosen->second;
     if (tactic_.fused) {
       const FusedActivation& act = a.fused;
@@ -695,7 +727,11 @@ Result<std::unique_ptr<Kernel>> create_conv(const OpCall& call) {
                             "' (an algorithm such as implicit_precomp_gemm, then +tensor_op and/or +fused)");
   const DataType dt = call.inputs[0].dtype;
   if (tactic->math != MathClass::kPlain && dt == DataType::kFloat32)
-    return invalid_argument(kImplName, " keeps float32 exact: no tensor-op tactic '", call.tactic, "'");
+    return invalid_argument(kImplName, " keeps float32 exact: no tensor-op tactic '", call.tactic,
+                            "' (TF32 tactics end in +tf32)");
+  if (tactic->tf32 && dt != DataType::kFloat32)
+    return invalid_argument(kImplName, "[", call.tactic, "] rounds float32 to TF32 but the problem is ",
+                            dtype_name(dt));
   if (tactic->fused && !fusable(epilogue_of(call), dt, *tactic->algo))
     return invalid_argument(kImplName, "[", call.tactic, "] needs a bias, ReLU or no activation, float32 or float16 ",
                             "and implicit_precomp_gemm");
@@ -706,7 +742,7 @@ Result<std::unique_ptr<Kernel>> create_conv(const OpCall& call) {
 // Deconvolution: the data gradient of the forward convolution that maps the Deconvolution's output to its input
 // (cudnnConvolutionBackwardData), then the bias in kiln's epilogue kernel. Kiln's Deconvolution weights [C, M/G, k...]
 // are exactly that convolution's filter. Tactics are cuDNN's backward-data algorithms ("algo_1",
-// "winograd_nonfused+tensor_op", ...; float32 again without tensor-op math).
+// "winograd_nonfused+tensor_op", ...; float32 again without tensor-op math, or "+tf32" where TF32 is allowed).
 
 constexpr const char* kDeconvName = "cuda.cudnn.deconvolution";
 
@@ -722,10 +758,11 @@ std::vector<std::string> deconv_tactics(const OpCall& call) {
            .is_ok())
     return {};
   std::vector<std::string> out;
-  for_each_offered<BwdDataOp>(*h, p, dt, [&](const cudnnConvolutionBwdDataAlgoPerf_t& perf) {
-    std::string t = DeconvTactic{perf.algo, math_class(perf.mathType)}.to_string();
-    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
-  });
+  for_each_offered<BwdDataOp>(
+      *h, p, dt, tf32_tactics_allowed(call), [&](const cudnnConvolutionBwdDataAlgoPerf_t& perf, bool tf32) {
+        std::string t = DeconvTactic{perf.algo, tf32 ? MathClass::kPlain : math_class(perf.mathType), tf32}.to_string();
+        if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+      });
   return out;
 }
 
@@ -735,7 +772,7 @@ class CudnnDeconvolution final : public Kernel {
 
   std::string detail() const override {
     if (!ready_) return {};
-    return str_cat("cuDNN backward data ", DeconvTactic{algo_, math_class(math_)}.to_string(),
+    return str_cat("cuDNN backward data ", DeconvTactic{algo_, math_class(math_), tactic_.tf32}.to_string(),
                    tactic_.algo ? "" : " (the heuristic's first)", ", workspace ", workspace_bytes_, " bytes");
   }
   size_t workspace_bytes() const override { return workspace_bytes_; }
@@ -778,7 +815,7 @@ class CudnnDeconvolution final : public Kernel {
                            tactic_.algo ? tactic_.to_string() : "(any)", "' for x ", x.dims().to_string(), ", w ",
                            w.dims().to_string(), " (", dtype_name(dt), "); rebuild the engine");
       algo_ = chosen->first.algo;
-      math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->first.mathType;
+      math_ = run_math(chosen->first.mathType, dt, tactic_.tf32);
       workspace_bytes_ = chosen->second;
     }
     x_dims_ = x.dims();
@@ -823,7 +860,11 @@ Result<std::unique_ptr<Kernel>> create_deconv(const OpCall& call) {
     return invalid_argument(kDeconvName, " has no tactic '", call.tactic,
                             "' (a backward-data algorithm such as algo_1, then +tensor_op)");
   if (tactic->math != MathClass::kPlain && call.inputs[0].dtype == DataType::kFloat32)
-    return invalid_argument(kDeconvName, " keeps float32 exact: no tensor-op tactic '", call.tactic, "'");
+    return invalid_argument(kDeconvName, " keeps float32 exact: no tensor-op tactic '", call.tactic,
+                            "' (TF32 tactics end in +tf32)");
+  if (tactic->tf32 && call.inputs[0].dtype != DataType::kFloat32)
+    return invalid_argument(kDeconvName, "[", call.tactic, "] rounds float32 to TF32 but the problem is ",
+                            dtype_name(call.inputs[0].dtype));
   return std::unique_ptr<Kernel>(std::make_unique<CudnnDeconvolution>(*tactic));
 }
 
@@ -831,10 +872,10 @@ Result<std::unique_ptr<Kernel>> create_deconv(const OpCall& call) {
 // ConvolutionBackwardData (dx from dy and w: cudnnConvolutionBackwardData) and ConvolutionBackwardFilter (dw from x
 // and dy: cudnnConvolutionBackwardFilter) on the forward's descriptors (`Problem`: x or dx, w or dw, dy as y). Tactics
 // are cuDNN's backward algorithms as the _v7 heuristics offer them, named as the deconvolution's ("algo_1",
-// "winograd_nonfused+tensor_op", ...); float32 keeps FMA math (no TF32). A tactic is listed only when cuDNN gives
-// its workspace size; the builder compares `workspace_bytes` with its limit. Pads that differ at the two ends of an
-// axis (which cuDNN cannot express) run on an explicitly zero-padded x with no pads: the filter gradient pads x into
-// a scratch buffer first, the data gradient computes the padded dx and crops it.
+// "winograd_nonfused+tensor_op", ...); float32 keeps FMA math unless a "+tf32" tactic (TF32 allowed) was chosen. A
+// tactic is listed only when cuDNN gives its workspace size; the builder compares `workspace_bytes` with its limit.
+// Pads that differ at the two ends of an axis (which cuDNN cannot express) run on an explicitly zero-padded x with no
+// pads: the filter gradient pads x into a scratch buffer first, the data gradient computes the padded dx and crops it.
 
 template <class Op>
 using BwdTactic = AlgoTactic<typename Op::Algo>;
@@ -852,8 +893,8 @@ std::vector<std::string> bwd_tactics(const OpCall& call) {
   Problem p;
   if (!p.set(g->attrs, dt, g->x, w, y).is_ok()) return {};
   std::vector<std::string> out;
-  for_each_offered<Op>(*h, p, dt, [&](const typename Op::Perf& perf) {
-    std::string t = BwdTactic<Op>{perf.algo, math_class(perf.mathType)}.to_string();
+  for_each_offered<Op>(*h, p, dt, tf32_tactics_allowed(call), [&](const typename Op::Perf& perf, bool tf32) {
+    std::string t = BwdTactic<Op>{perf.algo, tf32 ? MathClass::kPlain : math_class(perf.mathType), tf32}.to_string();
     if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
   });
   return out;
@@ -866,7 +907,7 @@ class CudnnConvolutionBackward final : public Kernel {
 
   std::string detail() const override {
     if (!ready_) return {};
-    return str_cat("cuDNN ", Op::kOp, " ", BwdTactic<Op>{algo_, math_class(math_)}.to_string(),
+    return str_cat("cuDNN ", Op::kOp, " ", BwdTactic<Op>{algo_, math_class(math_), tactic_.tf32}.to_string(),
                    tactic_.algo ? "" : " (the heuristic's first)", ", workspace ", workspace_bytes_, " bytes");
   }
   size_t workspace_bytes() const override { return workspace_bytes_ + padded_bytes_; }
@@ -920,7 +961,7 @@ class CudnnConvolutionBackward final : public Kernel {
                          w.dims().to_string(), ", dy ", y.dims().to_string(), " (", dtype_name(dt),
                          "); rebuild the engine so that another tactic is chosen");
     algo_ = chosen->first.algo;
-    math_ = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : chosen->first.mathType;  // choose left the descriptor at it
+    math_ = run_math(chosen->first.mathType, dt, tactic_.tf32);  // choose left the descriptor at it
     workspace_bytes_ = chosen->second;
     x_dims_ = x.dims();
     w_dims_ = w.dims();
@@ -972,7 +1013,11 @@ Result<std::unique_ptr<Kernel>> create_bwd(const OpCall& call) {
     return invalid_argument(Op::kName, " has no tactic '", call.tactic,
                             "' (an algorithm such as algo_1, then +tensor_op)");
   if (tactic->math != MathClass::kPlain && call.inputs[0].dtype == DataType::kFloat32)
-    return invalid_argument(Op::kName, " keeps float32 exact: no tensor-op tactic '", call.tactic, "'");
+    return invalid_argument(Op::kName, " keeps float32 exact: no tensor-op tactic '", call.tactic,
+                            "' (TF32 tactics end in +tf32)");
+  if (tactic->tf32 && call.inputs[0].dtype != DataType::kFloat32)
+    return invalid_argument(Op::kName, "[", call.tactic, "] rounds float32 to TF32 but the problem is ",
+                            dtype_name(call.inputs[0].dtype));
   return std::unique_ptr<Kernel>(std::make_unique<CudnnConvolutionBackward<Op>>(*tactic));
 }
 

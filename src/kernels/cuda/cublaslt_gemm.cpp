@@ -15,6 +15,11 @@ namespace {
 constexpr uint64_t kMaxWorkspace = uint64_t{32} << 20;  // the most workspace one GEMM's algorithm may ask for
 constexpr int kTacticSearch = 32;                       // heuristic candidates searched for a named tactic
 
+// float32 compute, with inputs rounded to TF32 when a float32 problem allows it.
+cublasComputeType_t compute_type(const GemmProblem& p) {
+  return p.tf32 && p.dtype == DataType::kFloat32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 Status lt_check(cublasStatus_t err, const char* call, const GemmProblem& p) {
   if (err == CUBLAS_STATUS_SUCCESS) return Status::ok();
   StatusCode code = StatusCode::kDeviceError;
@@ -152,7 +157,7 @@ Result<Descriptors> make_descriptors(const GemmProblem& p, cublasLtEpilogue_t ep
   auto d = std::make_unique<GemmPlan::Descriptors>();
   d->epilogue = epilogue;
   KILN_RETURN_IF_ERROR(
-      lt_check(cublasLtMatmulDescCreate(&d->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate", p));
+      lt_check(cublasLtMatmulDescCreate(&d->op, compute_type(p), CUDA_R_32F), "cublasLtMatmulDescCreate", p));
   const cublasOperation_t op_a = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   KILN_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)),
@@ -237,6 +242,7 @@ std::string GemmProblem::to_string() const {
   if (batch != 1) s += str_cat(" batch=", batch, " (strides a ", a_stride, ", b ", b_stride, ")");
   if (trans_a) s += " a transposed";
   if (trans_b) s += " b transposed";
+  if (tf32 && dtype == DataType::kFloat32) s += " tf32";
   if (alpha != 1.f) s += str_cat(" alpha=", alpha);
   if (with_c) s += str_cat(" beta=", beta);
   if (bias) s += " bias";
@@ -318,7 +324,7 @@ Result<std::unique_ptr<GemmPlan>> GemmPlan::create(const GemmProblem& p, const s
   cublasLtMatmulAlgo_t algo{};
   const std::string what = str_cat("tactic '", tactic, "'");
   KILN_RETURN_IF_ERROR(
-      lt_check(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, type, type, y_type, y_type, cfg->id, &algo),
+      lt_check(cublasLtMatmulAlgoInit(h, compute_type(p), CUDA_R_32F, type, type, y_type, y_type, cfg->id, &algo),
                str_cat("cublasLtMatmulAlgoInit (", what, ")").c_str(), p));
   const auto inner = static_cast<uint16_t>(cfg->inner), cluster = static_cast<uint16_t>(cfg->cluster);
   const struct {
@@ -355,6 +361,7 @@ Result<std::unique_ptr<GemmPlan>> GemmPlan::create(const GemmProblem& p, const s
 std::string GemmPlan::detail() const {
   if (!d_) return own_activation_ ? str_cat("no product (K = 0); ", enum_name(p_.activation.kind), " kernel") : "";
   std::string s = str_cat("cuBLASLt ", tactic_, " epilogue ", epilogue_name(d_->epilogue));
+  if (compute_type(p_) == CUBLAS_COMPUTE_32F_FAST_TF32) s += " (TF32 compute)";
   if (own_activation_) s += str_cat(" + ", enum_name(p_.activation.kind), " kernel");
   return s;
 }

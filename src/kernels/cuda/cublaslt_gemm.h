@@ -2,7 +2,8 @@
 // One cuBLASLt GEMM: row-major problems (optionally strided-batched, a batch stride of 0 broadcasting an operand)
 // expressed for cuBLASLt's column-major API, with bias / ReLU / GELU (tanh) epilogues, a residual through C, and any
 // other activation as a small kernel on the output right after the GEMM. Float32, float16 and bfloat16 with float32
-// compute (float32 stays exact float32: no TF32).
+// compute; float32 stays exact float32 unless the problem asks for TF32 (CUBLAS_COMPUTE_32F_FAST_TF32: inputs rounded
+// to TF32 on tensor cores), which the GEMM ops offer as tactics with the "+tf32" suffix when the builder allows it.
 //
 // Tactics are cuBLASLt algorithms written as their configuration ("a<id>-t<tile>-s<stages>-k<splitK>-r<reduction>-
 // w<swizzle>-c<custom>-i<inner shape>-l<cluster shape>"): the string names the algorithm itself, not a rank in one
@@ -34,6 +35,7 @@ struct GemmProblem {
   std::optional<DataType> out_dtype;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
+  bool tf32 = false;  ///< float32 inputs rounded to TF32 (CUBLAS_COMPUTE_32F_FAST_TF32); ignored for other dtypes
   int64_t batch = 1;
   int64_t a_stride = 0, b_stride = 0;  ///< batch strides of a and b (y and c: m * n)
   float alpha = 1.f;

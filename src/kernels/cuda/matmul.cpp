@@ -1,6 +1,7 @@
 // MatrixMultiply and FullyConnected on CUDA through cuBLASLt, with the optimizer's epilogue (bias, residual,
 // activation). Each call is one GEMM, a strided batch of them, or (batch dims broadcasting both ways) a few strided
-// batches; a batch against one matrix folds into the rows of a single GEMM. Tactics are cuBLASLt algorithms.
+// batches; a batch against one matrix folds into the rows of a single GEMM. Tactics are cuBLASLt algorithms; with
+// TF32 allowed, float32 problems also get each algorithm of the TF32 heuristic with the "+tf32" suffix.
 #include <algorithm>
 #include <array>
 #include <functional>
@@ -207,10 +208,12 @@ const char* at(const void* base, int64_t elements, size_t elem) {
 
 class CublasLtGemm final : public Kernel {
  public:
-  CublasLtGemm(LayoutFn layout, std::string tactic) : layout_fn_(std::move(layout)), tactic_(std::move(tactic)) {}
+  CublasLtGemm(LayoutFn layout, const std::string& tactic)
+      : layout_fn_(std::move(layout)), tactic_(strip_tf32_suffix(tactic)), tf32_(is_tf32_tactic(tactic)) {}
 
   Status plan(const OpCall& call, const std::vector<TensorDesc>& in) {
     KILN_ASSIGN_OR_RETURN(layout_, layout_fn_(call, in));
+    layout_.gemm.tf32 = tf32_;
     KILN_ASSIGN_OR_RETURN(gemm_, cuda::GemmPlan::create(layout_.gemm, tactic_));
     shapes_ = in;
     return Status::ok();
@@ -260,7 +263,8 @@ class CublasLtGemm final : public Kernel {
 
  private:
   LayoutFn layout_fn_;
-  std::string tactic_;
+  std::string tactic_;  // the cuBLASLt algorithm (without "+tf32")
+  bool tf32_ = false;
   std::vector<TensorDesc> shapes_;  // what the plan is for
   GemmLayout layout_;
   std::unique_ptr<cuda::GemmPlan> gemm_;
@@ -278,10 +282,19 @@ std::vector<std::string> gemm_tactics(const OpCall& call, const LayoutFn& layout
   if (!static_inputs(call.inputs)) return {};
   auto l = layout(call, call.inputs);
   if (!l) return {};
-  return cuda::gemm_tactics(l->gemm, kMaxTactics);
+  std::vector<std::string> out = cuda::gemm_tactics(l->gemm, kMaxTactics);
+  if (tf32_tactics_allowed(call)) {
+    l->gemm.tf32 = true;
+    for (const std::string& t : cuda::gemm_tactics(l->gemm, kMaxTactics))
+      out.push_back(t + std::string(kTf32TacticSuffix));
+  }
+  return out;
 }
 
 Result<std::unique_ptr<Kernel>> gemm_create(const OpCall& call, const LayoutFn& layout) {
+  if (is_tf32_tactic(call.tactic) && call.inputs[0].dtype != DataType::kFloat32)
+    return invalid_argument("cuBLASLt tactic '", call.tactic, "' rounds float32 inputs to TF32 but the problem is ",
+                            call.to_string(), "; rebuild the engine");
   auto kernel = std::make_unique<CublasLtGemm>(layout, call.tactic);
   if (static_inputs(call.inputs)) {
     KILN_RETURN_IF_ERROR(kernel->plan(call, call.inputs));

@@ -1,7 +1,8 @@
 // MLP on CUDA: per layer one cuBLASLt GEMM whose epilogue adds the bias and applies the activation (a kernel right
 // after it where cuBLASLt has no epilogue for the activation); intermediates live in two halves of one scratch
 // buffer the kernel keeps, sized once for the widest hidden layer. A tactic names one cuBLASLt algorithm per layer,
-// joined by '+'; the candidates take each layer's i-th heuristic choice.
+// joined by '+'; the candidates take each layer's i-th heuristic choice. With TF32 allowed, float32 MLPs also get the
+// TF32 heuristic's candidates, with "+tf32" after the last layer's algorithm (every layer then computes in TF32).
 #include <algorithm>
 #include <limits>
 
@@ -58,14 +59,34 @@ std::vector<std::string> split_tactic(const std::string& tactic) {
   return parts;
 }
 
+// The candidates of a chain: each layer's i-th heuristic choice joined by '+', then `suffix`.
+std::vector<std::string> mlp_tactics(const std::vector<cuda::GemmProblem>& problems, std::string_view suffix) {
+  std::vector<std::vector<std::string>> per_layer;
+  size_t most = 0;
+  for (const cuda::GemmProblem& p : problems) {
+    per_layer.push_back(cuda::gemm_tactics(p, kMaxTactics));
+    if (per_layer.back().empty()) return {};
+    most = std::max(most, per_layer.back().size());
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < most; ++i) {
+    std::string t;
+    for (const auto& layer : per_layer) t += (t.empty() ? "" : "+") + layer[std::min(i, layer.size() - 1)];
+    t += suffix;
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+  }
+  return out;
+}
+
 size_t round_up(size_t bytes) { return (bytes + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment; }
 
 class CublasLtMlp final : public Kernel {
  public:
-  explicit CublasLtMlp(std::string tactic) : tactic_(std::move(tactic)) {}
+  explicit CublasLtMlp(const std::string& tactic) : tactic_(strip_tf32_suffix(tactic)), tf32_(is_tf32_tactic(tactic)) {}
 
   Status plan(const OpCall& call, const std::vector<TensorDesc>& in) {
     KILN_ASSIGN_OR_RETURN(std::vector<cuda::GemmProblem> problems, layer_problems(call, in));
+    for (cuda::GemmProblem& p : problems) p.tf32 = tf32_;
     std::vector<std::string> tactics(problems.size());
     if (!tactic_.empty()) {
       tactics = split_tactic(tactic_);
@@ -135,7 +156,8 @@ class CublasLtMlp final : public Kernel {
     return round_up(static_cast<size_t>(p.m) * static_cast<size_t>(hidden_) * dtype_size(p.dtype));
   }
 
-  std::string tactic_;
+  std::string tactic_;  // the layers' cuBLASLt algorithms (without "+tf32")
+  bool tf32_ = false;
   std::vector<TensorDesc> shapes_;
   std::vector<std::unique_ptr<cuda::GemmPlan>> layers_;
   int64_t hidden_ = 0;  // the widest intermediate
@@ -155,6 +177,10 @@ KILN_REGISTER_KERNEL(KernelImpl{
       return layer_problems(call, call.inputs).status();
     },
     .create = [](const OpCall& call) -> Result<std::unique_ptr<Kernel>> {
+      if (is_tf32_tactic(call.tactic) && call.inputs[0].dtype != DataType::kFloat32)
+        return invalid_argument("cuBLASLt MLP tactic '", call.tactic,
+                                "' rounds float32 inputs to TF32 but the problem is ", call.to_string(),
+                                "; rebuild the engine");
       auto kernel = std::make_unique<CublasLtMlp>(call.tactic);
       if (static_inputs(call.inputs)) {
         KILN_RETURN_IF_ERROR(kernel->plan(call, call.inputs));
@@ -168,18 +194,10 @@ KILN_REGISTER_KERNEL(KernelImpl{
       if (!static_inputs(call.inputs)) return {};
       auto problems = layer_problems(call, call.inputs);
       if (!problems) return {};
-      std::vector<std::vector<std::string>> per_layer;
-      size_t most = 0;
-      for (const cuda::GemmProblem& p : *problems) {
-        per_layer.push_back(cuda::gemm_tactics(p, kMaxTactics));
-        if (per_layer.back().empty()) return {};
-        most = std::max(most, per_layer.back().size());
-      }
-      std::vector<std::string> out;
-      for (size_t i = 0; i < most; ++i) {
-        std::string t;
-        for (const auto& layer : per_layer) t += (t.empty() ? "" : "+") + layer[std::min(i, layer.size() - 1)];
-        if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+      std::vector<std::string> out = mlp_tactics(*problems, "");
+      if (tf32_tactics_allowed(call)) {
+        for (cuda::GemmProblem& p : *problems) p.tf32 = true;
+        for (std::string& t : mlp_tactics(*problems, kTf32TacticSuffix)) out.push_back(std::move(t));
       }
       return out;
     },

@@ -50,6 +50,22 @@ KILN_OP_CASES(quantization) {
                    f32});
   cases.push_back(
       {"Dequantize", "int32", attrs(axis(1)), {ints({17}, -100000, 100000, kI32), fixed(kF32, {}, {0.001})}, f32});
+  // Many blocks on a GPU (grid-stride loops, the one-block range reduction of DynamicQuantize).
+  {
+    std::vector<double> scales(64), zps(64);
+    for (int i = 0; i < 64; ++i) scales[i] = 0.01 + 0.001 * i, zps[i] = (i * 37) % 256 - 128;
+    cases.push_back({"Quantize",
+                     "per axis int8 large",
+                     attrs(axis(1)),
+                     {uniform({8, 64, 500}, -2, 2), fixed(kF32, {64}, scales), fixed(kI8, {64}, zps)},
+                     f32});
+    cases.push_back({"Dequantize",
+                     "per axis int8 large",
+                     attrs(axis(1)),
+                     {ints({8, 64, 500}, -128, 127, kI8), fixed(kF32, {64}, scales), fixed(kI8, {64}, zps)},
+                     f32});
+  }
+  cases.push_back({"DynamicQuantize", "large", attrs(NoAttrs{}), {uniform({256, 1024}, -5, 3)}, f32});
   cases.push_back({"DynamicQuantize", "mixed signs", attrs(NoAttrs{}), {uniform({4, 33}, -3, 2)}, f32});
   cases.push_back({"DynamicQuantize", "positive", attrs(NoAttrs{}), {uniform({50}, 0.5, 4)}, f32});
   cases.push_back({"MatrixMultiplyInteger",
@@ -63,6 +79,12 @@ KILN_OP_CASES(quantization) {
                    attrs(NoAttrs{}),
                    {ints({2, 1, 6, 9}, -128, 127, kI8), ints({3, 9, 5}, -128, 127, kI8)},
                    i32});
+  cases.push_back(
+      {"MatrixMultiplyInteger",
+       "large batched broadcast",
+       attrs(NoAttrs{}),
+       {ints({4, 64, 128}, 0, 255, kU8), ints({128, 96}, -128, 127, kI8), fixed(kU8, {}, {128}), fixed(kI8, {}, {-3})},
+       i32});
   cases.push_back(
       {"QuantizedMatrixMultiply",
        "per tensor",
@@ -85,6 +107,12 @@ KILN_OP_CASES(quantization) {
                    attrs(conv),
                    {ints({2, 3, 7, 6}, 0, 255, kU8), ints({4, 3, 3, 3}, 0, 255, kU8), fixed(kU8, {}, {100}),
                     fixed(kU8, {4}, {128, 120, 1, 0})},
+                   i32});
+  cases.push_back({"ConvolutionInteger",
+                   "2-D larger per-tensor zero points",
+                   attrs(conv),
+                   {ints({2, 8, 16, 16}, 0, 255, kU8), ints({16, 8, 3, 3}, -128, 127, kI8), fixed(kU8, {}, {120}),
+                    fixed(kI8, {}, {2})},
                    i32});
   ConvolutionAttrs grouped;
   grouped.group = 2;

@@ -43,6 +43,18 @@ KILN_OP_CASES(unique) {
     big.dtypes = {DataType::kInt32};
     c.push_back(big);
   }
+  {
+    // Sizes that span many GPU blocks, with many repeats.
+    std::vector<double> flat(5000), rows(6000);
+    for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<double>((i * 7919) % 601) - 300;
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<double>((i * 104729) % 7 % 3);
+    OpCase big = unique("5000 first-seen", false, false, 0, case_values({5000}, flat));
+    big.dtypes = {DataType::kInt32, DataType::kFloat32};
+    c.push_back(big);
+    OpCase slices = unique("rows of 2000x3", true, true, 0, case_values({2000, 3}, rows));
+    slices.dtypes = {DataType::kInt32, DataType::kFloat32};
+    c.push_back(slices);
+  }
   return c;
 }
 
