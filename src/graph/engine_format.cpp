@@ -58,8 +58,9 @@ std::string write_engine_container(const EngineHeader& header, std::map<std::str
   const std::string htext = h.dump();
   const uint64_t body_offset = align_up(kEnginePreludeBytes + htext.size());
   std::string out(body_offset + body_bytes, '\0');
-  for (auto& [name, bytes] : sections) {
-    std::memcpy(out.data() + body_offset + index[name]["offset"].get<uint64_t>(), bytes.data(), bytes.size());
+  for (auto& section : sections) {
+    std::string& bytes = section.second;
+    std::memcpy(out.data() + body_offset + index[section.first]["offset"].get<uint64_t>(), bytes.data(), bytes.size());
     std::string().swap(bytes);
   }
   std::memcpy(out.data(), kMagic, 8);
