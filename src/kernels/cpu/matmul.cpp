@@ -11,6 +11,7 @@
 #include "kernels/common/indexing.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/onednn_epilogue.h"
+#include "kernels/cpu/vec_math.h"
 #include "kernels/ref/activation.h"
 #include "kernels/registry.h"
 #include "ops/matmul/matmul.h"
@@ -189,7 +190,8 @@ class OnednnMatmul final : public Kernel {
         if (c && !bias) ops.append_sum(1.f);
         residual_arg_ = residual ? onednn::binary_src_arg(ops.len()) : 0;
         if (residual) onednn::append_residual(ops, dst_);
-        onednn::append_fused_activation(ops, attrs.fused);
+        own_gelu_ = attrs.fused.on && attrs.fused.kind == ActivationKind::kGelu && attrs.fused.beta == 0.f;
+        if (!own_gelu_) onednn::append_fused_activation(ops, attrs.fused);
         pattr.set_post_ops(ops);
         auto d = bias ? dnnl::matmul::desc(src_, wei_, bias_, dst_) : dnnl::matmul::desc(src_, wei_, dst_);
         const dnnl::matmul::primitive_desc pd(d, pattr, onednn::engine());
@@ -209,12 +211,24 @@ class OnednnMatmul final : public Kernel {
       if (residual) args.emplace(residual_arg_, onednn::memory(dst_, *residual));
       prim_->execute(onednn::stream(), args);
       onednn::stream().wait();
+      if (own_gelu_) gelu_erf(y);
     });
   }
 
  private:
+  // oneDNN 2.7's matmul applies an erf GELU post-op at ~10 ns per element on AVX2 (3.8 of the 9.9 ms of BERT-base's
+  // [128, 768] x [768, 3072]): kiln's vectorised pass over the output instead.
+  static void gelu_erf(Tensor& y) {
+    float* data = y.data<float>();
+    constexpr int64_t kChunk = 16384;
+    const int64_t n = y.numel();
+    parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t c) {
+      cpu::gelu_erf_in_place(data + c * kChunk, std::min(kChunk, n - c * kChunk));
+    });
+  }
+
   Dims a_dims_, b_dims_;
-  bool with_c_ = false, with_bias_ = false, with_residual_ = false, folded_ = false;
+  bool with_c_ = false, with_bias_ = false, with_residual_ = false, folded_ = false, own_gelu_ = false;
   int residual_arg_ = 0;
   dnnl::memory::desc src_, wei_, bias_, dst_;
   std::optional<dnnl::matmul> prim_;

@@ -1,7 +1,9 @@
 // CPU pooling: oneDNN pooling_v2 for max and average in float32; own code for Lp pooling, max
 // indices, 8-bit integers and average pooling that counts ceil-mode overhang as padding.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/parallel.h"
 #include "kernels/cpu/onednn.h"
@@ -208,9 +210,53 @@ void pool_planes(const PoolingAttrs& a, const Window3& w, int64_t planes, const 
   });
 }
 
+// 2-D float32 max pooling without dilation or indices (a CNN's stem pool, NCHW): per output row, the column maxima
+// of the window's rows first (contiguous, vectorized), then the maxima of each window's columns. The general loops
+// above took 4.8 ms for ResNet-50's 3x3 stride-2 pool at batch 1 (oneDNN's plain-layout pooling, 9.2 ms).
+bool plain_max_2d(const PoolingAttrs& a, const PoolingGeometry& g) {
+  return a.mode == PoolingMode::kMax && !a.return_indices && !a.global && g.spatial == 2 && g.dilation[0] == 1 &&
+         g.dilation[1] == 1;
+}
+
+void max_pool_2d(const Window3& w, int64_t planes, const float* src, float* dst) {
+  const int64_t in_h = w.in[1], in_w = w.in[2], out_h = w.out[1], out_w = w.out[2];
+  const int64_t task_work = std::max<int64_t>(out_w * w.kernel[1] + in_w * w.kernel[1], 1);
+  parallel_for(planes * out_h, std::max<int64_t>(kParallelWork / task_work, 1), [&](int64_t task) {
+    const int64_t nc = task / out_h, oh = task % out_h;
+    const float* plane = src + nc * in_h * in_w;
+    float* out = dst + (nc * out_h + oh) * out_w;
+    const int64_t sh = oh * w.stride[1] - w.pad_begin[1];
+    int64_t h_lo, h_hi;
+    tap_range(sh, 1, w.kernel[1], 0, in_h, h_lo, h_hi);
+    constexpr float kNone = -std::numeric_limits<float>::infinity();
+    if (h_lo == h_hi) {  // the window lies in the padding
+      std::fill(out, out + out_w, kNone);
+      return;
+    }
+    thread_local std::vector<float> columns;
+    columns.assign(plane + (sh + h_lo) * in_w, plane + (sh + h_lo + 1) * in_w);
+    for (int64_t kh = h_lo + 1; kh < h_hi; ++kh) {
+      const float* row = plane + (sh + kh) * in_w;
+      for (int64_t x = 0; x < in_w; ++x) columns[x] = row[x] > columns[x] ? row[x] : columns[x];
+    }
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      const int64_t sw = ow * w.stride[2] - w.pad_begin[2];
+      int64_t w_lo, w_hi;
+      tap_range(sw, 1, w.kernel[2], 0, in_w, w_lo, w_hi);
+      float best = w_lo < w_hi ? columns[sw + w_lo] : kNone;
+      for (int64_t kw = w_lo + 1; kw < w_hi; ++kw) best = columns[sw + kw] > best ? columns[sw + kw] : best;
+      out[ow] = best;
+    }
+  });
+}
+
 Status run_own_pooling(KernelContext& ctx) {
   const auto& a = ctx.attrs<PoolingAttrs>();
   KILN_ASSIGN_OR_RETURN(PoolingGeometry g, pooling_geometry(a, ctx.src[0].dims()));
+  if (ctx.src[0].dtype() == DataType::kFloat32 && plain_max_2d(a, g)) {
+    max_pool_2d(Window3(g), g.batch * g.channels, ctx.src[0].data<float>(), ctx.dst[0].data<float>());
+    return Status::ok();
+  }
   if (a.global) {
     // Any number of spatial dims pool as one flattened dim; flat indices stay the same.
     for (int i = 1; i < g.spatial; ++i) g.in[0] *= g.in[i];

@@ -1,9 +1,10 @@
 #pragma once
-// exp and log to a few ulp without branches or library calls, so loops over them vectorise (glibc's vector
+// exp and log to a few ulp (erf to 5e-7) without branches or library calls, so loops over them vectorise (glibc's vector
 // variants need -ffast-math). GCC vectorises the clamp only with -fno-trapping-math (set per file in
 // src/kernels/CMakeLists.txt); without it the loops run scalar, with the same results.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 namespace kiln::cpu {
@@ -42,6 +43,25 @@ inline float log_approx(float x) {
   p = p * s2 + 1.f / 3.f;
   p = p * s2 + 1.f;
   return 2.f * s * p + static_cast<float>(e) * 0.693147181f;
+}
+
+/// erf(x) to about 5e-7 absolute (Abramowitz and Stegun 7.1.26: 1 - t P(t) exp(-x^2), t = 1 / (1 + 0.3275911 |x|),
+/// odd in x), with no branch: a loop over it vectorises.
+inline float erf_approx(float x) {
+  const float ax = std::fabs(x);
+  const float t = 1.f / (1.f + 0.3275911f * ax);
+  float p = 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  const float r = 1.f - p * t * exp_approx(-ax * ax);
+  return x < 0.f ? -r : r;
+}
+
+/// GELU, erf form: x / 2 (1 + erf(x / sqrt 2)), in place over n floats.
+inline void gelu_erf_in_place(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * (1.f + erf_approx(y[i] * 0.70710678f));
 }
 
 }  // namespace kiln::cpu

@@ -1,10 +1,13 @@
-// CUDA Attention, flash style, as two tactics of one implementation. "fma" (all float types): a block takes 16 query
+// CUDA Attention, flash style, as tactics of one implementation. "fma" (all float types): a block takes 16 query
 // rows of one batch entry, walks the keys in tiles of 32 held in shared memory (as float32) and keeps per row a
 // running maximum, a running sum and the output accumulators (online softmax, float32), so the score matrix never
 // exists; a warp owns 4 query rows: lane j scores key j of the tile, then every lane accumulates its columns of the
 // output. "wmma" (float16/bfloat16, head dims multiples of 16): the same walk with both products on tensor cores.
 // Head dims up to 128. "gemm" (all float types): the scores as a whole, scale * q @ k^T in float32, by one cuBLASLt
 // strided-batched GEMM, the masked softmax per row by a kernel (P in the input type), then P @ v by a second GEMM.
+// "rows" (float16/bfloat16, head dims multiples of 16, Sk up to 512; attention_rows.cu): a warp keeps the whole
+// score rows of its 16 queries in shared memory, K and V come in the input type (in chunks of 128 keys), both
+// products on tensor cores, one plain softmax per row.
 #include <mma.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cuda/attention_rows.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
@@ -278,6 +282,7 @@ Dims batch_dims_of(const Dims& d, const Dims& batch) {
 constexpr const char* kFma = "fma";
 constexpr const char* kWmma = "wmma";
 constexpr const char* kGemm = "gemm";
+constexpr const char* kRows = "rows";
 
 template <class T>
 Status launch(KernelContext& ctx, bool use_wmma) {
@@ -673,6 +678,7 @@ std::vector<std::string> attention_tactics(const OpCall& call) {
   std::vector<std::string> tactics{kFma};
   if (wmma_fits(call)) tactics.push_back(kWmma);
   if (gemm_fits(call).is_ok()) tactics.push_back(kGemm);
+  if (cuda::attention_rows_fits(call).is_ok()) tactics.push_back(kRows);
   return tactics;
 }
 
@@ -695,7 +701,13 @@ Result<std::unique_ptr<Kernel>> create_attention(const OpCall& call) {
     KILN_RETURN_IF_ERROR(kernel->plan(call.inputs));
     return std::unique_ptr<Kernel>(std::move(kernel));
   }
-  return invalid_argument("cuda.attention has no tactic '", call.tactic, "' (it has fma, wmma and gemm)");
+  if (call.tactic == kRows) {
+    const Status fits = cuda::attention_rows_fits(call);
+    if (!fits.is_ok())
+      return invalid_argument("cuda.attention tactic rows does not take this problem: ", fits.message());
+    return stateless([](KernelContext& ctx) { return cuda::run_attention_rows(ctx); })(call);
+  }
+  return invalid_argument("cuda.attention has no tactic '", call.tactic, "' (it has fma, wmma, gemm and rows)");
 }
 
 KILN_REGISTER_KERNEL(KernelImpl{

@@ -33,6 +33,8 @@ KILN_OP_CASES(attention) {
       {"k v shared over the batch", {2, 3, 5, 8}, {7, 8}, {7, 4}, Dims{3, 1, 7}},
       {"q shared over the batch", {5, 8}, {2, 3, 7, 8}, {2, 3, 7, 4}, Dims{2, 1, 5, 7}},
       {"v broadcast over heads", {2, 3, 4, 8}, {2, 3, 6, 8}, {2, 1, 6, 8}, Dims{1, 3, 1, 6}},
+      // The same broadcasts with head dims the tensor-core tactics take.
+      {"broadcast batch D 16 Dv 32", {2, 3, 20, 16}, {3, 37, 16}, {1, 3, 37, 32}, Dims{1, 3, 1, 37}},
   };
   for (const Shapes& s : shapes) {
     std::vector<InputSpec> inputs{uniform(s.q), uniform(s.k), uniform(s.v)};
@@ -55,6 +57,11 @@ KILN_OP_CASES(attention) {
       {"S 50 Sk 100 D 128 padding mask", {1, 2, 50, 128}, {1, 2, 100, 128}, {1, 2, 100, 128}, {1, 1, 1, 100}, 0.088f},
       {"S 19 Sk 70 D 128 Dv 64 mask [S,Sk]", {2, 19, 128}, {2, 70, 128}, {2, 70, 64}, {19, 70}, 0.088f},
       {"S 1 Sk 33 D 40 Dv 96", {3, 1, 40}, {3, 33, 40}, {3, 33, 96}, {3, 1, 33}, 0.25f},
+      // The CUDA rows tactic: a partial query tile and keys not a multiple of 16; keys in chunks of 128 (the last
+      // one partial); the longest score rows it takes.
+      {"S 20 Sk 37 D 32 padding mask", {3, 20, 32}, {3, 37, 32}, {3, 37, 32}, {3, 1, 37}, 0.177f},
+      {"S 33 Sk 300 D 64 Dv 32 mask [S,Sk]", {2, 33, 64}, {2, 300, 64}, {2, 300, 32}, {33, 300}, 0.125f},
+      {"S 17 Sk 512 D 128 padding mask", {1, 2, 17, 128}, {1, 2, 512, 128}, {1, 2, 512, 128}, {1, 1, 1, 512}, 0.088f},
       {"BERT-like 2x12x128x64 padding mask",
        {2, 12, 128, 64},
        {2, 12, 128, 64},

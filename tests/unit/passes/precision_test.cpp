@@ -5,6 +5,7 @@
 #include "graph_builders.h"
 #include "kiln/builder.h"
 #include "ops/convolution/convolution.h"
+#include "ops/normalization/normalization.h"
 #include "ops/softmax/softmax.h"
 #include "pass_test_util.h"
 
@@ -79,6 +80,50 @@ TEST(Precision, Bfloat16WhereKernelsExistWithCastsOnlyAtBoundaries) {
   const double diff = max_difference(low->outputs, full->outputs);
   EXPECT_LE(diff, 3e-2);
   EXPECT_GT(diff, 0.0);  // it did run in another precision
+}
+
+// x -> conv1 -> layer_norm (over the last axis, float32 scale and bias) -> conv2
+std::unique_ptr<Graph> conv_layer_norm_net() {
+  auto g = std::make_unique<Graph>();
+  Value* x = *g->add_input("x", DataType::kFloat32, {1, 3, 6, 6});
+  Value* c1 = conv(*g, "conv1", x, 4);
+  Value* scale = constant(*g, "ln.scale", ramp({6}, 0.5f, 0.1f));
+  Value* bias = constant(*g, "ln.bias", ramp({6}, -0.2f, 0.05f));
+  auto ln = std::make_unique<LayerNormalizationAttrs>();
+  ln->axis = -1;
+  Value* n = out(g->add_node("LayerNormalization", "layer_norm", std::move(ln), {c1, scale, bias}));
+  EXPECT_TRUE(g->mark_output(conv(*g, "conv2", n, 4)).is_ok());
+  return g;
+}
+
+TEST(Precision, LayerNormFollowsItsInputWithFloat32Parameters) {
+  auto g = conv_layer_norm_net();
+  PrecisionOptions p;
+  p.bf16 = true;
+  OptimizerReport report;
+  auto o = optimized(*g, p, Backend::kRef, report);
+  const auto applied = applied_by(report, "precision");
+  EXPECT_NE(std::find(applied.begin(), applied.end(), "'layer_norm' (LayerNormalization) runs in bfloat16"),
+            applied.end());
+  const Node* ln = o->find_node("layer_norm");
+  ASSERT_NE(ln, nullptr);
+  // No cast around it: conv1's bfloat16 output in, bfloat16 out to conv2; scale and bias stay float32.
+  EXPECT_EQ(ln->inputs[0]->producer->name, "conv1");
+  EXPECT_EQ(ln->outputs[0]->dtype, DataType::kBFloat16);
+  EXPECT_EQ(ln->inputs[1]->dtype, DataType::kFloat32);
+  EXPECT_EQ(ln->inputs[2]->dtype, DataType::kFloat32);
+  EXPECT_EQ(count_op(*o, "Cast"), 2);  // x in, y out
+
+  const std::vector<Tensor> inputs = random_inputs(*g);
+  PassOptions on;
+  on.precision = p;
+  auto low = build_and_run(*g, inputs, on, Backend::kRef);
+  auto full = build_and_run(*g, inputs, PassOptions{}, Backend::kRef);
+  ASSERT_TRUE(low.is_ok()) << low.status().to_string();
+  ASSERT_TRUE(full.is_ok()) << full.status().to_string();
+  const double diff = max_difference(low->outputs, full->outputs);
+  EXPECT_LE(diff, 5e-2);
+  EXPECT_GT(diff, 0.0);
 }
 
 TEST(Precision, LayersWithoutAKernelStayFloat32AndSayWhy) {
