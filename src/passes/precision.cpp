@@ -28,9 +28,8 @@ const std::set<std::string> kFollowers = {
 // (the kernels read those as float and accumulate in float32): op -> the data inputs. Training's batch norm, as
 // mixed precision runs it; LayerNormalization between a transformer's reduced-precision GEMMs (its mean and
 // variance are float32 sums inside the kernel: only its input and output are rounded, as in PyTorch's autocast).
-const std::map<std::string, std::vector<int>> kDataFollowers = {{"BatchNormalizationTraining", {0}},
-                                                                {"BatchNormalizationBackward", {0, 1}},
-                                                                {"LayerNormalization", {0}}};
+const std::map<std::string, std::vector<int>> kDataFollowers = {
+    {"BatchNormalizationTraining", {0}}, {"BatchNormalizationBackward", {0, 1}}, {"LayerNormalization", {0}}};
 // Softmax, the other norms and reductions accumulate in float32 and stay there.
 const std::set<std::string> kFloat32Only = {"Softmax", "LogSoftmax", "BatchNormalization", "InstanceNormalization",
                                             "LRN",     "Reduce",     "GroupNormalization"};

@@ -222,9 +222,8 @@ class OnednnMatmul final : public Kernel {
     float* data = y.data<float>();
     constexpr int64_t kChunk = 16384;
     const int64_t n = y.numel();
-    parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t c) {
-      cpu::gelu_erf_in_place(data + c * kChunk, std::min(kChunk, n - c * kChunk));
-    });
+    parallel_for((n + kChunk - 1) / kChunk, 1,
+                 [&](int64_t c) { cpu::gelu_erf_in_place(data + c * kChunk, std::min(kChunk, n - c * kChunk)); });
   }
 
   Dims a_dims_, b_dims_;

@@ -1,6 +1,6 @@
 #pragma once
-// exp and log to a few ulp (erf to 5e-7) without branches or library calls, so loops over them vectorise (glibc's vector
-// variants need -ffast-math). GCC vectorises the clamp only with -fno-trapping-math (set per file in
+// exp and log to a few ulp (erf to 5e-7) without branches or library calls, so loops over them vectorise (glibc's
+// vector variants need -ffast-math). GCC vectorises the clamp only with -fno-trapping-math (set per file in
 // src/kernels/CMakeLists.txt); without it the loops run scalar, with the same results.
 #include <algorithm>
 #include <bit>

@@ -42,8 +42,7 @@ __global__ void activation_kernel(T* y, int64_t count, FusedActivation act) {
 template <class T>
 __global__ void activation_vector_kernel(uint4* y, int64_t vectors, FusedActivation act) {
   constexpr int kPerVector = sizeof(uint4) / sizeof(T);
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vectors;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vectors; i += int64_t{blockDim.x} * gridDim.x) {
     uint4 raw = y[i];
     T* e = reinterpret_cast<T*>(&raw);
 #pragma unroll
@@ -73,8 +72,8 @@ Status activation_typed(void* y, int64_t count, const FusedActivation& act, cuda
       activation_vector_kernel<T><<<grid_for(vectors), 256, 0, stream>>>(static_cast<uint4*>(y), vectors, act);
   }
   const int64_t rest = count - vectors * kPerVector;
-  if (rest > 0) activation_kernel<T><<<grid_for(rest), 256, 0, stream>>>(static_cast<T*>(y) + vectors * kPerVector,
-                                                                          rest, act);
+  if (rest > 0)
+    activation_kernel<T><<<grid_for(rest), 256, 0, stream>>>(static_cast<T*>(y) + vectors * kPerVector, rest, act);
   return check(cudaGetLastError(), "GEMM epilogue activation kernel launch");
 }
 

@@ -39,7 +39,8 @@ TEST(VecMath, ExpAndLogAreWithinAFewUlp) {
   }
   for (int i = 1; i <= 1000; ++i) {
     const float x = static_cast<float>(i) * 0.37f;
-    EXPECT_NEAR(log_approx(x), std::log(static_cast<double>(x)), 2e-6 * std::max(1.0, std::fabs(std::log(static_cast<double>(x)))))
+    EXPECT_NEAR(log_approx(x), std::log(static_cast<double>(x)),
+                2e-6 * std::max(1.0, std::fabs(std::log(static_cast<double>(x)))))
         << "x = " << x;
   }
 }
