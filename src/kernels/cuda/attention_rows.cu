@@ -29,9 +29,8 @@ constexpr int kMaxThreads = kMaxWarps * 32;
 constexpr int64_t kMaxHeadDim = 128;
 constexpr int kMaxFrags = kMaxHeadDim / 16;  // 16-wide column blocks of a head dim
 constexpr int64_t kMaxKeys = 512;
-constexpr int kKeysPerLane = kMaxKeys / 32;  // score row elements a lane holds in the softmax
-constexpr int kChunk = 128;                  // keys per K / V buffer
-constexpr int kPad = 8;                      // elements after each Q, K, V row: rows start on different banks
+constexpr int kChunk = 128;  // keys per K / V buffer
+constexpr int kPad = 8;      // elements after each Q, K, V row: rows start on different banks
 
 template <class T>
 struct RowsArgs {
@@ -139,8 +138,9 @@ __global__ void __launch_bounds__(kMaxThreads) attention_rows_kernel(RowsArgs<T>
     __pipeline_commit();
     load_rows(sv, ldv, 16 * ldv, vb, dv, a.chunk, a.sk, a.vec);
     __pipeline_commit();
-    // Lane r < 16 keeps row r's mask offset and, later, its sum of probabilities.
-    const int64_t my_row = row0 + (lane & 15);
+    // Lanes 2 r and 2 r + 1 share row r of the warp's 16: its mask offset and, later, its sum of probabilities.
+    const int my_r = lane >> 1, my_h = lane & 1;
+    const int64_t my_row = row0 + my_r;
     const int64_t my_mask = a.mask && my_row < a.s ? a.mask_at((b * a.s + my_row) * a.sk) : 0;
     __pipeline_wait_prior(1);  // Q and the first K chunk
     __syncthreads();
@@ -178,40 +178,39 @@ __global__ void __launch_bounds__(kMaxThreads) attention_rows_kernel(RowsArgs<T>
     }
     __syncwarp();
 
-    // Softmax per row in float32: scale, mask, padded keys at -inf; P rounded to T, the sum taken of what P holds.
-    // A row masked out entirely sums to 0 and comes out as 0 / 0 = NaN, as the reference gives.
+    // Softmax in float32, two lanes per row, all rows at once (no reduction over the warp per row). Pass 1: each
+    // lane turns its contiguous half of the row into x = scale * s + mask in place (padded keys: -inf) and takes the
+    // maximum. Pass 2: the two lanes walk the row's keys interleaved (key 2 i + h at step i), P = exp(x - max) in
+    // T written over the row's first bytes: step i's P overwrites x[i], read at step i / 2 (a barrier per step
+    // orders step 0), and the sum is taken of what P holds. A row masked out entirely sums to 0 and comes out as
+    // 0 / 0 = NaN, as the reference gives.
     float my_sum = 0.f;
     if (warp_live) {
-      for (int r = 0; r < 16; ++r) {
-        if (row0 + r >= a.s) break;  // the same for the whole warp
-        const int64_t moff = __shfl_sync(kFullMask, my_mask, r);
-        float x[kKeysPerLane];
-        float mx = -INFINITY;
-#pragma unroll
-        for (int e = 0; e < kKeysPerLane; ++e) {
-          const int j = lane + 32 * e;
-          x[e] = -INFINITY;
-          if (32 * e < a.skp && j < a.sk) {
-            x[e] = ss[r * lds + j] * a.scale;
-            if (a.mask) x[e] += to_float(a.mask[moff + j * a.mask_col_step]);
-          }
-          mx = fmaxf(mx, x[e]);
-        }
-        mx = warp_max(mx);
-        __syncwarp();  // the whole score row is read: P may overwrite it
-        float sum = 0.f;
-#pragma unroll
-        for (int e = 0; e < kKeysPerLane; ++e) {
-          const int j = lane + 32 * e;
-          if (j < a.skp) {
-            const T p = from_float<T>(x[e] == -INFINITY ? 0.f : expf(x[e] - mx));
-            sp[r * ldp + j] = p;
-            sum += to_float(p);
-          }
-        }
-        sum = warp_sum(sum);
-        if (lane == r) my_sum = sum;
+      float* const xr = ss + my_r * lds;
+      const T* const mr = a.mask && my_row < a.s ? a.mask + my_mask : nullptr;
+      const int half = a.skp / 2;
+      float mx = -INFINITY;
+#pragma unroll 8
+      for (int i = 0; i < half; ++i) {
+        const int j = my_h * half + i;
+        float x = -INFINITY;
+        if (j < a.sk) x = xr[j] * a.scale + (mr ? to_float(mr[j * a.mask_col_step]) : 0.f);
+        xr[j] = x;
+        mx = fmaxf(mx, x);
       }
+      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+      __syncwarp();
+      T* const pr = sp + my_r * ldp;
+      float sum = 0.f;
+      for (int i = 0; i < half; ++i) {
+        const int j = 2 * i + my_h;
+        const float x = xr[j];
+        __syncwarp();
+        const T p = from_float<T>(x == -INFINITY ? 0.f : expf(x - mx));
+        pr[j] = p;
+        sum += to_float(p);
+      }
+      my_sum = sum + __shfl_xor_sync(kFullMask, sum, 1);
     }
     __syncwarp();
 
@@ -256,7 +255,7 @@ __global__ void __launch_bounds__(kMaxThreads) attention_rows_kernel(RowsArgs<T>
     const int per_row = dv / 8;
     for (int idx = lane; idx < 16 * per_row; idx += 32) {
       const int r = idx / per_row, c = idx % per_row * 8;
-      const float inv = __shfl_sync(kFullMask, my_inv, r);
+      const float inv = __shfl_sync(kFullMask, my_inv, 2 * r);
       if (row0 + r >= a.s) continue;
       const float4 lo = *reinterpret_cast<const float4*>(so + r * ldo + c);
       const float4 hi = *reinterpret_cast<const float4*>(so + r * ldo + c + 4);
