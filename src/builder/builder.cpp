@@ -205,6 +205,7 @@ Result<std::string> build_owned(std::unique_ptr<Graph> optimized, const BuildOpt
   } else if (options.backend == Backend::kCpu) {
     pass_options.layout.channels_last = true;
     pass_options.layout.pooling_joins_only = true;
+    pass_options.layout.matmul_weights_nk = true;
   }
   KILN_RETURN_IF_ERROR(run_passes(*optimized, pass_options, &rep.optimizer));
   const Graph& graph = *optimized;

@@ -40,6 +40,9 @@ struct LayoutOptions {
   /// Pooling goes channels-last only where its input already is (it joins an NHWC region, never starts one): a
   /// pooling layer alone would cost a transpose in and out for nothing (the CPU builder sets it).
   bool pooling_joins_only = false;
+  /// matmul-weights-nk: a MatrixMultiply's constant [K, N] weights stored as [N, K] (the CPU builder sets it:
+  /// oneDNN's AVX2 GEMM reads them so up to twice as fast).
+  bool matmul_weights_nk = false;
 };
 
 class PassContext {

@@ -36,6 +36,8 @@ std::vector<Pass> all_optimizer_passes() {
       precision_pass(),
       // Channels-last convolutions and pooling where the backend wants them (CUDA builds), on the final layers.
       layout_nhwc_pass(),
+      // Constant MatMul weights as [N, K] where the backend reads them faster so (CPU builds).
+      matmul_weights_nk_pass(),
       // Cleanup after the fusions.
       dead_code_pass(),
   };

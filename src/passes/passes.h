@@ -43,6 +43,7 @@ Pass precision_pass();
 
 // Layout (layout_nhwc.cpp): after the precision pass, so the layers it converts are final.
 Pass layout_nhwc_pass();
+Pass matmul_weights_nk_pass();
 
 /// Every pass in the order they run (pass_manager.cpp keeps one copy).
 std::vector<Pass> all_optimizer_passes();

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cuda/attention_operands.cuh"
 #include "kernels/cuda/attention_rows.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
@@ -39,15 +40,7 @@ constexpr int64_t kMaxHeadDim = 128;
 constexpr int kColsPerLane = kMaxHeadDim / 32;
 
 template <class T>
-struct AttentionArgs {
-  const T *q, *k, *v, *mask;  // mask may be null
-  T* out;
-  int64_t batch, s, sk;
-  int d, dv;
-  float scale;
-  int64_t mask_col_step;  // 1, or 0 when the mask broadcasts over the keys
-  BroadcastIndexer q_at, k_at, v_at, mask_at;
-};
+using AttentionArgs = cuda::AttentionOperands<T>;
 
 size_t smem_bytes(int64_t d, int64_t dv) {
   return static_cast<size_t>(kQueries * d + kKeys * (d + 1) + kKeys * dv) * sizeof(float);
@@ -271,14 +264,6 @@ __global__ void __launch_bounds__(kWmmaThreads) attention_wmma_kernel(AttentionA
   }
 }
 
-// The batch dims of `d` right-aligned to `batch` (1 where absent), as BroadcastIndexer wants them.
-Dims batch_dims_of(const Dims& d, const Dims& batch) {
-  Dims out = Dims::of_rank(batch.rank(), 1);
-  const int n = d.rank() - 2;
-  for (int i = 0; i < n; ++i) out[batch.rank() - n + i] = d[i];
-  return out;
-}
-
 constexpr const char* kFma = "fma";
 constexpr const char* kWmma = "wmma";
 constexpr const char* kGemm = "gemm";
@@ -294,26 +279,8 @@ Status launch(KernelContext& ctx, bool use_wmma) {
     return cuda::check(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream), "cudaMemsetAsync (Attention with no keys)");
   if (s.d > kMaxHeadDim || s.dv > kMaxHeadDim)
     return unsupported("cuda.attention takes head dims up to ", kMaxHeadDim, ", not D = ", s.d, ", Dv = ", s.dv);
-  const bool masked = ctx.src.size() > 3 && ctx.src[3].defined();
-  const Dims mask_dims = masked ? ctx.src[3].dims() : Dims{};
-  AttentionArgs<T> a{
-      .q = ctx.src[0].data<T>(),
-      .k = ctx.src[1].data<T>(),
-      .v = ctx.src[2].data<T>(),
-      .mask = masked ? ctx.src[3].data<T>() : nullptr,
-      .out = y.data<T>(),
-      .batch = s.batch.numel(),
-      .s = s.s,
-      .sk = s.sk,
-      .d = static_cast<int>(s.d),
-      .dv = static_cast<int>(s.dv),
-      .scale = ctx.attrs<AttentionAttrs>().scale,
-      .mask_col_step = masked && mask_dims.rank() > 0 && mask_dims[mask_dims.rank() - 1] != 1 ? 1 : 0,
-      .q_at = BroadcastIndexer(batch_dims_of(ctx.src[0].dims(), s.batch), s.batch),
-      .k_at = BroadcastIndexer(batch_dims_of(ctx.src[1].dims(), s.batch), s.batch),
-      .v_at = BroadcastIndexer(batch_dims_of(ctx.src[2].dims(), s.batch), s.batch),
-      .mask_at = BroadcastIndexer(mask_dims, s.scores()),
-  };
+  const AttentionArgs<T> a = cuda::attention_operands<T>(ctx, s);
+
   if constexpr (!std::is_same_v<T, float>) {
     if (use_wmma) {
       if (s.d % 16 || s.dv % 16)
@@ -441,8 +408,8 @@ Result<GemmLayout> gemm_layout(const std::vector<TensorDesc>& in, float scale) {
                        ", D = ", s.d, ", Dv = ", s.dv);
   const Dims& batch = s.batch;
   const int br = batch.rank();
-  const Dims qb = batch_dims_of(in[0].dims, batch), kb = batch_dims_of(in[1].dims, batch),
-             vb = batch_dims_of(in[2].dims, batch);
+  const Dims qb = cuda::attention_batch_dims(in[0].dims, batch), kb = cuda::attention_batch_dims(in[1].dims, batch),
+             vb = cuda::attention_batch_dims(in[2].dims, batch);
   auto uniform = [&](const Dims& x, int from) {
     bool full = false, broadcast = false;
     for (int i = from; i < br; ++i) {

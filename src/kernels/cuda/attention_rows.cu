@@ -14,6 +14,7 @@
 #include <set>
 
 #include "kernels/common/indexing.h"
+#include "kernels/cuda/attention_operands.cuh"
 #include "kernels/cuda/attention_rows.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
@@ -32,19 +33,15 @@ constexpr int64_t kMaxKeys = 512;
 constexpr int kChunk = 128;  // keys per K / V buffer
 constexpr int kPad = 8;      // elements after each Q, K, V row: rows start on different banks
 
+// The operands and, for this kernel: Sk rounded up to 16 (keys past Sk are zeros, masked out), keys per K / V
+// buffer, bytes of shared memory per warp (its Q rows, then its scores, P and output rows in turn), and whether q, k,
+// v and out are 16-byte aligned (vector copies).
 template <class T>
-struct RowsArgs {
-  const T *q, *k, *v, *mask;  // mask may be null
-  T* out;
-  int64_t batch, s, sk;
-  int d, dv;
-  float scale;
-  int64_t mask_col_step;  // 1, or 0 when the mask broadcasts over the keys
-  BroadcastIndexer q_at, k_at, v_at, mask_at;
-  int skp;     // Sk rounded up to 16 (keys past Sk are zeros, masked out)
-  int chunk;   // keys per K / V buffer
-  int region;  // bytes of shared memory per warp: its Q rows, then its scores, P and output rows in turn
-  bool vec;    // q, k, v and out 16-byte aligned: vector copies
+struct RowsArgs : AttentionOperands<T> {
+  int skp;
+  int chunk;
+  int region;
+  bool vec;
 };
 
 // Shared memory of a block of `warps` warps: the warp regions, then the K and V buffers. Every part starts at a
@@ -95,6 +92,16 @@ __device__ __forceinline__ void load_rows(T* dst, int ld, int group, const T* sr
           r < valid ? src[static_cast<int64_t>(r) * cols + c] : from_float<T>(0.f);
     }
   }
+}
+
+// The next chunk of K or V rows into its buffer (row r at dst + r * ld), once every warp is done with the last one.
+template <class T>
+__device__ __forceinline__ void next_chunk(T* dst, int ld, const T* src, int cols, int keys, int64_t valid, bool vec) {
+  __syncthreads();
+  load_rows(dst, ld, 16 * ld, src, cols, keys, valid, vec);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
 }
 
 template <class T>
@@ -155,13 +162,7 @@ __global__ void __launch_bounds__(kMaxThreads) attention_rows_kernel(RowsArgs<T>
     __syncwarp();  // the Q rows are in registers: the scores may overwrite them
     for (int k0 = 0; k0 < a.skp; k0 += a.chunk) {
       const int keys = min(a.chunk, a.skp - k0);
-      if (k0 > 0) {
-        __syncthreads();  // every warp is done with the previous K chunk
-        load_rows(sk, ldk, 16 * ldk, kb + static_cast<int64_t>(k0) * d, d, keys, a.sk - k0, a.vec);
-        __pipeline_commit();
-        __pipeline_wait_prior(0);
-        __syncthreads();
-      }
+      if (k0 > 0) next_chunk(sk, ldk, kb + static_cast<int64_t>(k0) * d, d, keys, a.sk - k0, a.vec);
       if (!warp_live) continue;
       for (int n = 0; n < keys; n += 16) {
         wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
@@ -223,13 +224,7 @@ __global__ void __launch_bounds__(kMaxThreads) attention_rows_kernel(RowsArgs<T>
     __syncthreads();
     for (int k0 = 0; k0 < a.skp; k0 += a.chunk) {
       const int keys = min(a.chunk, a.skp - k0);
-      if (k0 > 0) {
-        __syncthreads();  // every warp is done with the previous V chunk
-        load_rows(sv, ldv, 16 * ldv, vb + static_cast<int64_t>(k0) * dv, dv, keys, a.sk - k0, a.vec);
-        __pipeline_commit();
-        __pipeline_wait_prior(0);
-        __syncthreads();
-      }
+      if (k0 > 0) next_chunk(sv, ldv, vb + static_cast<int64_t>(k0) * dv, dv, keys, a.sk - k0, a.vec);
       if (!warp_live) continue;
       for (int kk = 0; kk < keys; kk += 16) {
         wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pf;
@@ -270,14 +265,6 @@ __global__ void __launch_bounds__(kMaxThreads) attention_rows_kernel(RowsArgs<T>
       }
     }
   }
-}
-
-// The batch dims of `d` right-aligned to `batch` (1 where absent), as BroadcastIndexer wants them.
-Dims batch_dims_of(const Dims& d, const Dims& batch) {
-  Dims out = Dims::of_rank(batch.rank(), 1);
-  const int n = d.rank() - 2;
-  for (int i = 0; i < n; ++i) out[batch.rank() - n + i] = d[i];
-  return out;
 }
 
 // The opt-in shared memory per block of `device`, asked once per device.
@@ -336,31 +323,10 @@ Status launch_rows(KernelContext& ctx, const AttentionShape& s, cudaStream_t str
   const RowsSmem m = rows_smem(warps, s.sk, s.d, s.dv, sizeof(T));
   KILN_RETURN_IF_ERROR(raise_smem_limit<T>(device, limit));
   Tensor& y = ctx.dst[0];
-  const bool masked = ctx.src.size() > 3 && ctx.src[3].defined();
-  const Dims mask_dims = masked ? ctx.src[3].dims() : Dims{};
   const RowsArgs<T> a{
-      .q = ctx.src[0].data<T>(),
-      .k = ctx.src[1].data<T>(),
-      .v = ctx.src[2].data<T>(),
-      .mask = masked ? ctx.src[3].data<T>() : nullptr,
-      .out = y.data<T>(),
-      .batch = s.batch.numel(),
-      .s = s.s,
-      .sk = s.sk,
-      .d = static_cast<int>(s.d),
-      .dv = static_cast<int>(s.dv),
-      .scale = ctx.attrs<AttentionAttrs>().scale,
-      .mask_col_step = masked && mask_dims.rank() > 0 && mask_dims[mask_dims.rank() - 1] != 1 ? 1 : 0,
-      .q_at = BroadcastIndexer(batch_dims_of(ctx.src[0].dims(), s.batch), s.batch),
-      .k_at = BroadcastIndexer(batch_dims_of(ctx.src[1].dims(), s.batch), s.batch),
-      .v_at = BroadcastIndexer(batch_dims_of(ctx.src[2].dims(), s.batch), s.batch),
-      .mask_at = BroadcastIndexer(mask_dims, s.scores()),
-      .skp = m.skp,
-      .chunk = m.chunk,
-      .region = static_cast<int>(m.region),
-      .vec = aligned16(ctx.src[0].raw()) && aligned16(ctx.src[1].raw()) && aligned16(ctx.src[2].raw()) &&
-             aligned16(y.raw()),
-  };
+      attention_operands<T>(ctx, s), m.skp, m.chunk, static_cast<int>(m.region),
+      aligned16(ctx.src[0].raw()) && aligned16(ctx.src[1].raw()) && aligned16(ctx.src[2].raw()) && aligned16(y.raw())};
+
   const int64_t tiles = a.batch * ((s.s + 16 * warps - 1) / (16 * warps));
   const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, int64_t{1} << 24));
   attention_rows_kernel<T><<<blocks, 32 * warps, m.total, stream>>>(a);
