@@ -151,8 +151,8 @@ bool row_bias(const Tensor* c, int64_t n) {
 __attribute__((target("avx2,fma"))) void gelu_erf_avx2(float* y, int64_t n) { cpu::gelu_erf_in_place(y, n); }
 
 void gelu_erf_span(float* y, int64_t n) {
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx2)
+  static const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (kHasAvx2)
     gelu_erf_avx2(y, n);
   else
     cpu::gelu_erf_in_place(y, n);
