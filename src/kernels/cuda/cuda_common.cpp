@@ -4,6 +4,18 @@
 
 namespace kiln::cuda {
 
+Status check_device_count(const int64_t* device_count, int64_t want, cudaStream_t stream, const char* op,
+                          const char* what) {
+  int64_t got = 0;
+  KILN_RETURN_IF_ERROR(check(cudaMemcpyAsync(&got, device_count, sizeof(got), cudaMemcpyDeviceToHost, stream),
+                             "cudaMemcpyAsync (a count read back)"));
+  KILN_RETURN_IF_ERROR(check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (a count read back)"));
+  if (got != want)
+    return invalid_argument(op, " finds ", got, " ", what, " but the output holds ", want,
+                            " (its inputs changed since the output shape was inferred)");
+  return Status::ok();
+}
+
 Status check(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return Status::ok();
   cudaGetLastError();

@@ -14,6 +14,11 @@ namespace kiln::cuda {
 Status check(cudaError_t err, const char* what);
 Status check(cudnnStatus_t err, const char* what);
 Status check(cublasStatus_t err, const char* what);
+/// Reads back a count kernels wrote at `device_count` (synchronizing `stream`: the run waits for it) and checks it
+/// against `want`, what the output's inferred shape holds. A mismatch means the data changed after shapes were
+/// inferred: "<op> finds <n> <what> but the output holds <want> (...)".
+Status check_device_count(const int64_t* device_count, int64_t want, cudaStream_t stream, const char* op,
+                          const char* what);
 
 inline cudaStream_t native(Stream& stream) { return static_cast<cudaStream_t>(stream.native_handle()); }
 /// The calling thread's cuDNN handle, set to `stream`.

@@ -194,14 +194,7 @@ class NmsKernel final : public Kernel {
     nms_write_kernel<<<cuda::blocks_for(classes_total * a.cap), cuda::kThreads, 0, stream>>>(
         kept, counts, offsets, classes_total, a.classes, a.cap, rows, y.data<int64_t>());
     KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "NonMaxSuppression output kernel launch"));
-    int64_t selected = 0;
-    KILN_RETURN_IF_ERROR(cuda::check(
-        cudaMemcpyAsync(&selected, total, sizeof(selected), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync"));
-    KILN_RETURN_IF_ERROR(cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (NonMaxSuppression)"));
-    if (selected != rows)
-      return invalid_argument("NonMaxSuppression selects ", selected, " boxes but the output has ", rows,
-                              " rows (the inputs changed since the output shape was inferred)");
-    return Status::ok();
+    return cuda::check_device_count(total, rows, stream, "NonMaxSuppression", "boxes");
   }
 
  private:

@@ -172,23 +172,17 @@ class UniqueKernel final : public Kernel {
         cuda::check(cub::DeviceScan::InclusiveSum(temp, scan_bytes, head, gid, n, stream), "cub::DeviceScan"));
     groups_kernel<<<blocks, cuda::kThreads, 0, stream>>>(order, head, gid, n, group_first, start, groups_dev);
     KILN_RETURN_IF_ERROR(cuda::check(cudaGetLastError(), "Unique kernel launch"));
-    int64_t groups = 0;
-    KILN_RETURN_IF_ERROR(cuda::check(
-        cudaMemcpyAsync(&groups, groups_dev, sizeof(groups), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync"));
-    KILN_RETURN_IF_ERROR(cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (Unique count)"));
-    if (groups != want)
-      return invalid_argument("Unique finds ", groups, " unique slices but the outputs hold ", want,
-                              " (the input changed since the output shapes were inferred)");
+    KILN_RETURN_IF_ERROR(cuda::check_device_count(groups_dev, want, stream, "Unique", "unique slices"));
     if (!sorted) {
       KILN_RETURN_IF_ERROR(
           cuda::check(cudaMemsetAsync(mark, 0, static_cast<size_t>(n) * sizeof(int64_t), stream), "cudaMemsetAsync"));
-      mark_kernel<<<cuda::blocks_for(groups), cuda::kThreads, 0, stream>>>(group_first, groups, mark);
+      mark_kernel<<<cuda::blocks_for(want), cuda::kThreads, 0, stream>>>(group_first, want, mark);
       KILN_RETURN_IF_ERROR(
           cuda::check(cub::DeviceScan::ExclusiveSum(temp, mark_bytes, mark, first_rank, n, stream), "cub::DeviceScan"));
     }
     int64_t* first = ctx.dst[1].data<int64_t>();
-    index_outputs_kernel<<<cuda::blocks_for(groups), cuda::kThreads, 0, stream>>>(
-        group_first, start, groups, n, sorted, first_rank, first, ctx.dst[3].data<int64_t>());
+    index_outputs_kernel<<<cuda::blocks_for(want), cuda::kThreads, 0, stream>>>(
+        group_first, start, want, n, sorted, first_rank, first, ctx.dst[3].data<int64_t>());
     inverse_kernel<<<blocks, cuda::kThreads, 0, stream>>>(order, gid, group_first, n, sorted, first_rank,
                                                           ctx.dst[2].data<int64_t>());
     const Tensor& x = ctx.src[0];
@@ -197,7 +191,7 @@ class UniqueKernel final : public Kernel {
       const bool known = cuda::dispatch_word(dtype_size(x.dtype()), [&](auto tag) {
         using W = cuda::type_of<decltype(tag)>;
         gather_slices_kernel<W><<<cuda::blocks_for(y.numel()), cuda::kThreads, 0, stream>>>(
-            static_cast<const W*>(x.raw()), first, outer, groups, n, inner, static_cast<W*>(y.raw()));
+            static_cast<const W*>(x.raw()), first, outer, want, n, inner, static_cast<W*>(y.raw()));
       });
       if (!known) return unsupported("Unique of ", dtype_name(x.dtype()));
     }
