@@ -7,7 +7,8 @@
 // strided-batched GEMM, the masked softmax per row by a kernel (P in the input type), then P @ v by a second GEMM.
 // "rows" (float16/bfloat16, head dims multiples of 16, Sk up to 512; attention_rows.cu): a warp keeps the whole
 // score rows of its 16 queries in shared memory, K and V come in the input type (in chunks of 128 keys), both
-// products on tensor cores, one plain softmax per row.
+// products on tensor cores, one plain softmax per row. "mma" (float16/bfloat16, D = Dv of 32, 64 or 128;
+// attention_mma.cu): flash attention with scores, probabilities and output in registers (mma.sync).
 #include <mma.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_operands.cuh"
 #include "kernels/cuda/attention_rows.h"
 #include "kernels/cuda/cublaslt_gemm.h"
@@ -268,6 +270,7 @@ constexpr const char* kFma = "fma";
 constexpr const char* kWmma = "wmma";
 constexpr const char* kGemm = "gemm";
 constexpr const char* kRows = "rows";
+constexpr const char* kMma = "mma";
 
 template <class T>
 Status launch(KernelContext& ctx, bool use_wmma) {
@@ -646,6 +649,7 @@ std::vector<std::string> attention_tactics(const OpCall& call) {
   if (wmma_fits(call)) tactics.push_back(kWmma);
   if (gemm_fits(call).is_ok()) tactics.push_back(kGemm);
   if (cuda::attention_rows_fits(call).is_ok()) tactics.push_back(kRows);
+  if (cuda::attention_mma_fits(call).is_ok()) tactics.push_back(kMma);
   return tactics;
 }
 
@@ -674,7 +678,16 @@ Result<std::unique_ptr<Kernel>> create_attention(const OpCall& call) {
       return invalid_argument("cuda.attention tactic rows does not take this problem: ", fits.message());
     return stateless([](KernelContext& ctx) { return cuda::run_attention_rows(ctx); })(call);
   }
-  return invalid_argument("cuda.attention has no tactic '", call.tactic, "' (it has fma, wmma, gemm and rows)");
+  if (call.tactic == kMma) {
+    const Status fits = cuda::attention_mma_fits(call);
+    if (!fits.is_ok())
+      return invalid_argument("cuda.attention tactic mma does not take this problem: ", fits.message());
+    // Operands at addresses the user bound may be unaligned: those runs take the wmma kernel (same head dims).
+    return stateless([](KernelContext& ctx) {
+      return cuda::attention_mma_aligned(ctx) ? cuda::run_attention_mma(ctx) : run_attention(ctx, true);
+    })(call);
+  }
+  return invalid_argument("cuda.attention has no tactic '", call.tactic, "' (it has fma, wmma, gemm, rows and mma)");
 }
 
 KILN_REGISTER_KERNEL(KernelImpl{

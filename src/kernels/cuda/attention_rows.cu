@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <mutex>
 #include <set>
 
@@ -102,19 +101,6 @@ __device__ __forceinline__ void next_chunk(T* dst, int ld, const T* src, int col
   __pipeline_commit();
   __pipeline_wait_prior(0);
   __syncthreads();
-}
-
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float a, float b);
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float a, float b) {
-  const __half2 h = __floats2half2_rn(a, b);
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, float b) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  return *reinterpret_cast<const uint32_t*>(&h);
 }
 
 template <class T>
@@ -267,19 +253,6 @@ __global__ void __launch_bounds__(kMaxThreads) attention_rows_kernel(RowsArgs<T>
   }
 }
 
-// The opt-in shared memory per block of `device`, asked once per device.
-Result<size_t> smem_limit(int device) {
-  static std::mutex mu;
-  static std::map<int, size_t> limits;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = limits.find(device); it != limits.end()) return it->second;
-  int bytes = 0;
-  KILN_RETURN_IF_ERROR(check(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                             "cudaDeviceGetAttribute (shared memory per block)"));
-  limits[device] = static_cast<size_t>(bytes);
-  return static_cast<size_t>(bytes);
-}
-
 // Lets the kernel for T take up to `bytes` of shared memory on `device` (the current device), once per device.
 template <class T>
 Status raise_smem_limit(int device, size_t bytes) {
@@ -317,7 +290,7 @@ Status rows_fit(DataType dtype, int64_t sk, int64_t d, int64_t dv, size_t limit)
 template <class T>
 Status launch_rows(KernelContext& ctx, const AttentionShape& s, cudaStream_t stream) {
   const int device = ctx.stream.device().index;
-  KILN_ASSIGN_OR_RETURN(const size_t limit, smem_limit(device));
+  KILN_ASSIGN_OR_RETURN(const size_t limit, shared_memory_limit(device));
   KILN_RETURN_IF_ERROR(rows_fit(ctx.src[0].dtype(), s.sk, s.d, s.dv, limit));
   const int warps = rows_warps(s.sk, s.d, s.dv, sizeof(T), limit);
   const RowsSmem m = rows_smem(warps, s.sk, s.d, s.dv, sizeof(T));
@@ -344,7 +317,7 @@ Status attention_rows_fits(const OpCall& call) {
     return unsupported("cuda.attention tactic rows needs q, k and v of rank >= 2");
   int device = 0;
   KILN_RETURN_IF_ERROR(check(cudaGetDevice(&device), "cudaGetDevice"));
-  KILN_ASSIGN_OR_RETURN(const size_t limit, smem_limit(device));
+  KILN_ASSIGN_OR_RETURN(const size_t limit, shared_memory_limit(device));
   return rows_fit(call.inputs[0].dtype, k[k.rank() - 2], q[q.rank() - 1], v[v.rank() - 1], limit);
 }
 

@@ -1,6 +1,7 @@
 #include "kernels/cuda/cuda_common.h"
 
 #include <map>
+#include <mutex>
 
 namespace kiln::cuda {
 
@@ -14,6 +15,18 @@ Status check_device_count(const int64_t* device_count, int64_t want, cudaStream_
     return invalid_argument(op, " finds ", got, " ", what, " but the output holds ", want,
                             " (its inputs changed since the output shape was inferred)");
   return Status::ok();
+}
+
+Result<size_t> shared_memory_limit(int device) {
+  static std::mutex mu;
+  static std::map<int, size_t> limits;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = limits.find(device); it != limits.end()) return it->second;
+  int bytes = 0;
+  KILN_RETURN_IF_ERROR(check(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                             "cudaDeviceGetAttribute (shared memory per block)"));
+  limits[device] = static_cast<size_t>(bytes);
+  return static_cast<size_t>(bytes);
 }
 
 Status check(cudaError_t err, const char* what) {

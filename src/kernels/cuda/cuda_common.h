@@ -20,6 +20,10 @@ Status check(cublasStatus_t err, const char* what);
 Status check_device_count(const int64_t* device_count, int64_t want, cudaStream_t stream, const char* op,
                           const char* what);
 
+/// The shared memory a block may opt in to on `device` (cudaDevAttrMaxSharedMemoryPerBlockOptin), asked once per
+/// device.
+Result<size_t> shared_memory_limit(int device);
+
 inline cudaStream_t native(Stream& stream) { return static_cast<cudaStream_t>(stream.native_handle()); }
 /// The calling thread's cuDNN handle, set to `stream`.
 Result<cudnnHandle_t> cudnn_handle(Stream& stream);

@@ -62,6 +62,9 @@ KILN_OP_CASES(attention) {
       {"S 20 Sk 37 D 32 padding mask", {3, 20, 32}, {3, 37, 32}, {3, 37, 32}, {3, 1, 37}, 0.177f},
       {"S 33 Sk 300 D 64 Dv 32 mask [S,Sk]", {2, 33, 64}, {2, 300, 64}, {2, 300, 32}, {33, 300}, 0.125f},
       {"S 17 Sk 512 D 128 padding mask", {1, 2, 17, 128}, {1, 2, 512, 128}, {1, 2, 512, 128}, {1, 1, 1, 512}, 0.088f},
+      // The CUDA mma tactic: partial tiles of 64 queries and 64 keys, k shared over the batch, a full mask.
+      {"S 130 Sk 150 D 32 k shared full mask", {2, 3, 130, 32}, {3, 150, 32}, {2, 3, 150, 32}, {2, 3, 130, 150},
+       0.177f},
       {"BERT-like 2x12x128x64 padding mask",
        {2, 12, 128, 64},
        {2, 12, 128, 64},
