@@ -235,7 +235,99 @@ Status fuse_attention(PassContext& ctx) {
   return Status::ok();
 }
 
+// ---- attention-heads: the head split and merge around an Attention move into it ----
+
+bool same_perm(const std::vector<int64_t>& p, std::initializer_list<int64_t> want) {
+  return std::equal(p.begin(), p.end(), want.begin(), want.end());
+}
+
+bool identity_or_empty(const std::vector<int64_t>& p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+bool known(int64_t d) { return d > 0; }
+
+// The Shuffle that splits a [B, S, H * D] projection into heads [B, H, S, D] (reshape, then transpose 0 2 1 3) when it
+// makes `x` for `attention` alone, else nullptr. S, H and D must be static: then the reshape can only be the split.
+Node* head_split(const Graph& g, const Value* x, const Node* attention) {
+  Node* p = x->producer;
+  const auto* a = attrs_if<ShuffleAttrs>(p, "Shuffle");
+  if (!a || sole_consumer(g, x) != attention || (p->inputs.size() > 1 && p->inputs[1]) || !a->has_reshape_dims ||
+      !identity_or_empty(a->first_transpose) || !same_perm(a->second_transpose, {0, 2, 1, 3}))
+    return nullptr;
+  const Dims& in = p->inputs[0]->dims;
+  const Dims& out = x->dims;
+  if (in.rank() != 3 || out.rank() != 4 || !known(out[1]) || !known(out[2]) || !known(out[3]) || in[1] != out[2] ||
+      in[2] != out[1] * out[3] || in[0] != out[0])
+    return nullptr;
+  return p;
+}
+
+// The Shuffle that merges the heads of `y` [B, H, S, Dv] back into [B, S, H * Dv] (transpose 0 2 1 3, then reshape)
+// when it is y's sole reader, else nullptr.
+Node* head_merge(const Graph& g, const Value* y) {
+  Node* p = sole_consumer(g, y);
+  const auto* a = attrs_if<ShuffleAttrs>(p, "Shuffle");
+  if (!a || p->inputs[0] != y || (p->inputs.size() > 1 && p->inputs[1]) || !a->has_reshape_dims ||
+      !same_perm(a->first_transpose, {0, 2, 1, 3}) || !identity_or_empty(a->second_transpose))
+    return nullptr;
+  const Dims& in = y->dims;
+  const Dims& out = p->outputs[0]->dims;
+  if (in.rank() != 4 || out.rank() != 3 || !known(in[1]) || !known(in[2]) || !known(in[3]) || out[1] != in[2] ||
+      out[2] != in[1] * in[3] || out[0] != in[0])
+    return nullptr;
+  return p;
+}
+
+Status fold_attention_heads(PassContext& ctx) {
+  Graph& g = ctx.graph();
+  KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, g.topological_order());
+  std::vector<std::string> names;
+  for (Node* n : order)
+    if (n->op() == "Attention" && static_cast<const AttentionAttrs&>(*n->attrs).heads == 0) names.push_back(n->name);
+  for (const std::string& name : names) {
+    Node* attention = g.find_node(name);
+    if (!attention || attention->inputs.size() < 3) continue;
+    Node* split[3] = {};
+    for (int i = 0; i < 3; ++i) split[i] = head_split(g, attention->inputs[static_cast<size_t>(i)], attention);
+    Node* merge = head_merge(g, attention->outputs[0]);
+    if (!split[0] || !split[1] || !split[2] || !merge) continue;
+    const int64_t heads = attention->inputs[0]->dims[1];
+    if (attention->inputs[1]->dims[1] != heads || attention->inputs[2]->dims[1] != heads) continue;
+    const auto& old = static_cast<const AttentionAttrs&>(*attention->attrs);
+    auto attrs = std::make_unique<AttentionAttrs>();
+    attrs->scale = old.scale;
+    attrs->heads = heads;
+    std::vector<Value*> inputs = {split[0]->inputs[0], split[1]->inputs[0], split[2]->inputs[0]};
+    if (attention->inputs.size() > 3) inputs.push_back(attention->inputs[3]);
+    // In topological order (the order of this pass's start holds nodes earlier rewrites removed): splits first.
+    KILN_ASSIGN_OR_RETURN(std::vector<Node*> now, g.topological_order());
+    std::vector<Node*> nodes;
+    for (Node* n : now)
+      if (n == split[0] || n == split[1] || n == split[2]) nodes.push_back(n);
+    nodes.push_back(attention);
+    nodes.push_back(merge);
+    const std::string what = quoted(nodes);
+    auto fused = replace_with_node(ctx, nodes, "Attention", std::move(attrs), inputs);
+    if (!fused) {
+      ctx.refused(str_cat("moving the head split and merge into ", what, ": ", fused.status().message()));
+      continue;
+    }
+    ctx.applied(str_cat("moved the head split and merge around '", name, "' into it (", heads, " heads)"));
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+Pass attention_heads_pass() {
+  return {"attention-heads",
+          "moves the Shuffles that split q, k and v [B, S, H*D] into heads [B, H, S, D] and merge the output back into "
+          "the Attention layer (heads read in place from the projections' rows)",
+          fold_attention_heads};
+}
 
 Pass attention_pass() {
   return {"attention",

@@ -27,6 +27,8 @@ std::vector<Pass> all_optimizer_passes() {
       gemm_activation_pass(),
       mlp_pass(),
       shuffle_shuffle_pass(),
+      // After shuffle-shuffle has merged each projection's Reshape and Transpose into one Shuffle.
+      attention_heads_pass(),
       shuffle_reduce_pass(),
       reduce_pooling_pass(),
       reduction_fusions_pass(),

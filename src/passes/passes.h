@@ -14,6 +14,7 @@ Pass no_op_removal_pass();
 // Patterns of several ops (layernorm_pattern.cpp, attention.cpp, pointwise_chain.cpp).
 Pass layernorm_pattern_pass();
 Pass attention_pass();
+Pass attention_heads_pass();
 /// Runs after every other fusion (it would take the pointwise nodes they fuse into their layers).
 Pass pointwise_chain_pass();
 

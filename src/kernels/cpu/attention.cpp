@@ -52,15 +52,15 @@ Status run_attention(KernelContext& ctx) {
     float* p = scores.data();
     if (s.d == 0) {
       std::fill(p, p + rows * s.sk, 0.f);
-    } else if (dnnl::sgemm('N', 'T', rows, s.sk, s.d, scale, at.q(q, b) + r0 * s.d, s.d, at.k(k, b), s.d, 0.f, p,
-                           s.sk) != dnnl::status::success) {
+    } else if (dnnl::sgemm('N', 'T', rows, s.sk, s.d, scale, at.q(q, b) + r0 * at.q_row(), at.q_row(), at.k(k, b),
+                           at.k_row(), 0.f, p, s.sk) != dnnl::status::success) {
       failed = 1;
       return;
     }
     for (int64_t i = 0; i < rows; ++i)
       masked_softmax_row(p + i * s.sk, s.sk, mask ? at.mask_row(mask, b, r0 + i) : nullptr, at.mask_col_step());
-    if (s.dv > 0 && dnnl::sgemm('N', 'N', rows, s.dv, s.sk, 1.f, p, s.sk, at.v(v, b), s.dv, 0.f,
-                                y + (b * s.s + r0) * s.dv, s.dv) != dnnl::status::success)
+    if (s.dv > 0 && dnnl::sgemm('N', 'N', rows, s.dv, s.sk, 1.f, p, s.sk, at.v(v, b), at.v_row(), 0.f,
+                                at.out(y, b) + r0 * at.out_row(), at.out_row()) != dnnl::status::success)
       failed = 1;
   });
   if (failed) return internal_error("oneDNN sgemm failed in Attention");

@@ -59,13 +59,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs<T> a)
   const int64_t q_tiles = (a.s + kQueries - 1) / kQueries;
   for (int64_t t = blockIdx.x; t < a.batch * q_tiles; t += gridDim.x) {
     const int64_t b = t / q_tiles, q0 = (t % q_tiles) * kQueries;
-    const T* qb = a.q + a.q_at(b) * a.s * d;
-    const T* kb = a.k + a.k_at(b) * a.sk * d;
-    const T* vb = a.v + a.v_at(b) * a.sk * dv;
+    const T* qb = a.q_of(b);
+    const T* kb = a.k_of(b);
+    const T* vb = a.v_of(b);
     __syncthreads();  // the previous tile is done with shared memory
     for (int idx = tid; idx < kQueries * d; idx += kThreads) {
       const int64_t i = q0 + idx / d;
-      sq[idx] = i < a.s ? to_float(qb[i * d + idx % d]) : 0.f;
+      sq[idx] = i < a.s ? to_float(qb[i * a.q_row() + idx % d]) : 0.f;
     }
     float m[kRowsPerWarp], l[kRowsPerWarp], o[kRowsPerWarp][kColsPerLane];
     const T* mask_row[kRowsPerWarp];
@@ -83,11 +83,11 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs<T> a)
       __syncthreads();  // the queries are loaded and the previous key tile is consumed
       for (int idx = tid; idx < kKeys * d; idx += kThreads) {
         const int j = idx / d, c = idx % d;
-        sk[j * kpad + c] = j < keys ? to_float(kb[(k0 + j) * d + c]) : 0.f;
+        sk[j * kpad + c] = j < keys ? to_float(kb[(k0 + j) * a.k_row() + c]) : 0.f;
       }
       for (int idx = tid; idx < kKeys * dv; idx += kThreads) {
         const int j = idx / dv;
-        sv[idx] = j < keys ? to_float(vb[(k0 + j) * dv + idx % dv]) : 0.f;
+        sv[idx] = j < keys ? to_float(vb[(k0 + j) * a.v_row() + idx % dv]) : 0.f;
       }
       __syncthreads();
 #pragma unroll
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs<T> a)
     for (int r = 0; r < kRowsPerWarp; ++r) {
       const int64_t i = q0 + warp * kRowsPerWarp + r;
       if (i >= a.s) continue;
-      T* dst = a.out + (b * a.s + i) * dv;
+      T* dst = a.out_of(b) + i * a.out_row();
       const float inv = 1.f / l[r];  // 0 / 0 = NaN for a row masked out entirely, as the reference gives
 #pragma unroll
       for (int e = 0; e < kColsPerLane; ++e) {
@@ -171,13 +171,13 @@ __global__ void __launch_bounds__(kWmmaThreads) attention_wmma_kernel(AttentionA
   const int64_t q_tiles = (a.s + kWmmaQueries - 1) / kWmmaQueries;
   for (int64_t t = blockIdx.x; t < a.batch * q_tiles; t += gridDim.x) {
     const int64_t b = t / q_tiles, q0 = (t % q_tiles) * kWmmaQueries;
-    const T* qb = a.q + a.q_at(b) * a.s * d;
-    const T* kb = a.k + a.k_at(b) * a.sk * d;
-    const T* vb = a.v + a.v_at(b) * a.sk * dv;
+    const T* qb = a.q_of(b);
+    const T* kb = a.k_of(b);
+    const T* vb = a.v_of(b);
     __syncthreads();  // the previous tile is done with shared memory
     for (int idx = tid; idx < kWmmaQueries * d; idx += kWmmaThreads) {
       const int64_t i = q0 + idx / d;
-      sq[idx] = i < a.s ? qb[i * d + idx % d] : from_float<T>(0.f);
+      sq[idx] = i < a.s ? qb[i * a.q_row() + idx % d] : from_float<T>(0.f);
     }
     for (int idx = tid; idx < kWmmaQueries * dv; idx += kWmmaThreads) so[idx] = 0.f;
     for (int r = tid; r < kWmmaQueries; r += kWmmaThreads) {
@@ -195,11 +195,11 @@ __global__ void __launch_bounds__(kWmmaThreads) attention_wmma_kernel(AttentionA
       __syncthreads();  // Q, O and the mask offsets are ready; the previous key tile is consumed
       for (int idx = tid; idx < kWmmaKeys * d; idx += kWmmaThreads) {
         const int j = idx / d;
-        sk[idx] = j < keys ? kb[(k0 + j) * d + idx % d] : from_float<T>(0.f);
+        sk[idx] = j < keys ? kb[(k0 + j) * a.k_row() + idx % d] : from_float<T>(0.f);
       }
       for (int idx = tid; idx < kWmmaKeys * dv; idx += kWmmaThreads) {
         const int j = idx / dv;
-        sv[idx] = j < keys ? vb[(k0 + j) * dv + idx % dv] : from_float<T>(0.f);
+        sv[idx] = j < keys ? vb[(k0 + j) * a.v_row() + idx % dv] : from_float<T>(0.f);
       }
       __syncthreads();
       // S[rows of this warp][64 keys] = Q K^T; K row-major [key][d] is K^T in column-major order.
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(kWmmaThreads) attention_wmma_kernel(AttentionA
     for (int r = 0; r < 16; ++r) {
       const int64_t i = q0 + row0 + r;
       if (i >= a.s) continue;
-      T* dst = a.out + (b * a.s + i) * dv;
+      T* dst = a.out_of(b) + i * a.out_row();
       const float inv = 1.f / l[r];
       for (int col = lane; col < dv; col += 32) dst[col] = from_float<T>(so[(row0 + r) * dv + col] * inv);
     }
@@ -604,6 +604,8 @@ class AttentionGemm final : public Kernel {
 
 // The gemm tactic takes problems of static shapes whose sizes cuBLASLt takes (supports checked the rest).
 Status gemm_fits(const OpCall& call) {
+  if (call.attrs_as<AttentionAttrs>().heads)
+    return unsupported("cuda.attention tactic gemm takes the plain layout, not heads interleaved in the features");
   if (!static_inputs(call.inputs))
     return unsupported("cuda.attention tactic gemm plans its GEMMs for static shapes; this problem has ",
                        call.to_string());
@@ -624,7 +626,7 @@ Status attention_supports(const OpCall& call) {
   const Dims& q = call.inputs[0].dims;
   const Dims& v = call.inputs[2].dims;
   if (q.rank() < 2 || v.rank() < 2) return unsupported("cuda.attention needs q and v of rank >= 2");
-  const int64_t d = q[q.rank() - 1], dv = v[v.rank() - 1];
+  const auto [d, dv] = ref::attention_head_dims(call);
   if (d < 0 || dv < 0)
     return unsupported("cuda.attention needs static head dims (the last dims of 'q' ", q.to_string(), " and 'v' ",
                        v.to_string(), ")");
@@ -638,10 +640,8 @@ Status attention_supports(const OpCall& call) {
 // The wmma tactic takes float16/bfloat16 problems whose head dims are multiples of 16 (supports checked the rest).
 bool wmma_fits(const OpCall& call) {
   const DataType t = call.inputs[0].dtype;
-  const Dims& q = call.inputs[0].dims;
-  const Dims& v = call.inputs[2].dims;
-  return (t == DataType::kFloat16 || t == DataType::kBFloat16) && q[q.rank() - 1] % 16 == 0 &&
-         v[v.rank() - 1] % 16 == 0;
+  const auto [d, dv] = ref::attention_head_dims(call);
+  return (t == DataType::kFloat16 || t == DataType::kBFloat16) && d % 16 == 0 && dv % 16 == 0;
 }
 
 std::vector<std::string> attention_tactics(const OpCall& call) {

@@ -6,8 +6,8 @@
 // the four lanes of a quad), P rounded to the input type straight from the accumulators into the A fragments of
 // O += P V, whose V fragments come transposed by ldmatrix. The row sums are reduced over the quad once at the end.
 #include <algorithm>
-#include <mutex>
 #include <limits>
+#include <mutex>
 #include <set>
 
 #include "kernels/cuda/attention_mma.h"
@@ -73,15 +73,15 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t* r, const void* row) 
                : "r"(smem_address(row)));
 }
 
-// Rows [k0, k0 + kKeys) of a [Sk, D] operand into a tile of shared memory (rows of D + kPad); rows at or past `sk`
-// are zeros (V's padding rows meet probabilities of 0, and 0 * garbage could be NaN).
+// Rows [k0, k0 + kKeys) of a [Sk, D] operand (rows `ld` elements apart) into a tile of shared memory (rows of
+// D + kPad); rows at or past `sk` are zeros (V's padding rows meet probabilities of 0, and 0 * garbage could be NaN).
 template <class T, int D>
-__device__ __forceinline__ void load_tile(T* tile, const T* src, int64_t k0, int64_t sk) {
+__device__ __forceinline__ void load_tile(T* tile, const T* src, int64_t ld, int64_t k0, int64_t sk) {
   constexpr int kPerRow = D / 8;  // 16-byte pieces
   for (int idx = static_cast<int>(threadIdx.x); idx < kKeys * kPerRow; idx += kThreads) {
     const int r = idx / kPerRow, c = idx % kPerRow * 8;
     const bool valid = k0 + r < sk;
-    copy16(tile + r * (D + kPad) + c, src + (valid ? (k0 + r) * D + c : 0), valid ? 16 : 0);
+    copy16(tile + r * (D + kPad) + c, src + (valid ? (k0 + r) * ld + c : 0), valid ? 16 : 0);
   }
 }
 
@@ -89,20 +89,21 @@ template <class T, int D>
 __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionOperands<T> a) {
   extern __shared__ __align__(128) unsigned char mma_smem[];
   constexpr int kLd = D + kPad;
-  constexpr int kDSteps = D / 16;  // k steps of Q K^T
-  constexpr int kOTiles = D / 8;   // n tiles of the output
+  constexpr int kDSteps = D / 16;                   // k steps of Q K^T
+  constexpr int kOTiles = D / 8;                    // n tiles of the output
   T* const tiles = reinterpret_cast<T*>(mma_smem);  // [stage][K, V][kKeys][kLd]
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int g = lane >> 2, t = lane & 3;  // the quad a lane is in (a row of the fragments) and its place in it
   const int64_t q_tiles = (a.s + kQueries - 1) / kQueries;
   const int64_t b = blockIdx.x / q_tiles, row0 = blockIdx.x % q_tiles * kQueries + 16 * warp;
-  const T* const qb = a.q + a.q_at(b) * a.s * D;
-  const T* const kb = a.k + a.k_at(b) * a.sk * D;
-  const T* const vb = a.v + a.v_at(b) * a.sk * D;
+  const T* const qb = a.q_of(b);
+  const T* const kb = a.k_of(b);
+  const T* const vb = a.v_of(b);
+  const int64_t q_row = a.q_row(), k_row = a.k_row(), v_row = a.v_row();
   const int64_t n_tiles = (a.sk + kKeys - 1) / kKeys;
 
-  load_tile<T, D>(tiles, kb, 0, a.sk);
-  load_tile<T, D>(tiles + kKeys * kLd, vb, 0, a.sk);
+  load_tile<T, D>(tiles, kb, k_row, 0, a.sk);
+  load_tile<T, D>(tiles + kKeys * kLd, vb, v_row, 0, a.sk);
   copy_commit();
 
   // This lane's rows (g and g + 8 of the warp's 16): Q fragments, mask rows, running maximum and sum.
@@ -113,7 +114,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionOperan
 #pragma unroll
     for (int h = 0; h < 4; ++h) {  // a0: (g, 2t), a1: (g + 8, 2t), a2: (g, 2t + 8), a3: (g + 8, 2t + 8)
       const int64_t r = rows[h & 1];
-      qf[ks][h] = r < a.s ? *reinterpret_cast<const uint32_t*>(qb + r * D + 16 * ks + 2 * t + 8 * (h >> 1)) : 0u;
+      qf[ks][h] = r < a.s ? *reinterpret_cast<const uint32_t*>(qb + r * q_row + 16 * ks + 2 * t + 8 * (h >> 1)) : 0u;
     }
   const T* mask_row[2] = {nullptr, nullptr};
   if (a.mask)
@@ -131,8 +132,8 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionOperan
     T* const vs_tile = ks_tile + kKeys * kLd;
     if (tile + 1 < n_tiles) {  // the next tile into the other stage, which the previous iteration is done with
       T* const next = tiles + ((tile + 1) & 1) * 2 * kKeys * kLd;
-      load_tile<T, D>(next, kb, k0 + kKeys, a.sk);
-      load_tile<T, D>(next + kKeys * kLd, vb, k0 + kKeys, a.sk);
+      load_tile<T, D>(next, kb, k_row, k0 + kKeys, a.sk);
+      load_tile<T, D>(next + kKeys * kLd, vb, v_row, k0 + kKeys, a.sk);
       copy_commit();
       copy_wait<1>();
     } else {
@@ -229,7 +230,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionOperan
   for (int h = 0; h < 2; ++h) {
     if (rows[h] >= a.s) continue;
     const float inv = 1.f / l[h];
-    T* const dst = a.out + (b * a.s + rows[h]) * D + 2 * t;
+    T* const dst = a.out_of(b) + rows[h] * a.out_row() + 2 * t;
 #pragma unroll
     for (int n = 0; n < kOTiles; ++n)
       *reinterpret_cast<uint32_t*>(dst + 8 * n) = pack2<T>(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
@@ -243,9 +244,10 @@ Status raise_smem_limit(int device) {
   static std::set<int> raised;
   std::lock_guard<std::mutex> lock(mu);
   if (raised.count(device)) return Status::ok();
-  KILN_RETURN_IF_ERROR(check(cudaFuncSetAttribute(attention_mma_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  static_cast<int>(smem_bytes(D, sizeof(T)))),
-                             "cudaFuncSetAttribute (attention mma shared memory)"));
+  KILN_RETURN_IF_ERROR(
+      check(cudaFuncSetAttribute(attention_mma_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(smem_bytes(D, sizeof(T)))),
+            "cudaFuncSetAttribute (attention mma shared memory)"));
   raised.insert(device);
   return Status::ok();
 }
@@ -290,13 +292,13 @@ Status launch_for_dim(KernelContext& ctx, const AttentionShape& s, cudaStream_t 
 
 Status attention_mma_fits(const OpCall& call) {
   if (call.inputs.size() < 3) return unsupported("cuda.attention tactic mma needs q, k and v");
-  const Dims& q = call.inputs[0].dims;
-  const Dims& v = call.inputs[2].dims;
-  if (q.rank() < 2 || v.rank() < 2) return unsupported("cuda.attention tactic mma needs q and v of rank >= 2");
+  if (call.inputs[0].dims.rank() < 2 || call.inputs[2].dims.rank() < 2)
+    return unsupported("cuda.attention tactic mma needs q and v of rank >= 2");
   int device = 0;
   KILN_RETURN_IF_ERROR(check(cudaGetDevice(&device), "cudaGetDevice"));
   KILN_ASSIGN_OR_RETURN(const size_t limit, shared_memory_limit(device));
-  return mma_fit(call.inputs[0].dtype, q[q.rank() - 1], v[v.rank() - 1], limit);
+  const auto [d, dv] = ref::attention_head_dims(call);
+  return mma_fit(call.inputs[0].dtype, d, dv, limit);
 }
 
 bool attention_mma_aligned(const KernelContext& ctx) {
@@ -315,8 +317,9 @@ Status run_attention_mma(KernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(const size_t limit, shared_memory_limit(ctx.stream.device().index));
   KILN_RETURN_IF_ERROR(mma_fit(ctx.src[0].dtype(), s.d, s.dv, limit));
   if (!attention_mma_aligned(ctx))
-    return unsupported("cuda.attention tactic mma copies q, k and v in 16-byte pieces; an operand or the output is not "
-                       "16-byte aligned");
+    return unsupported(
+        "cuda.attention tactic mma copies q, k and v in 16-byte pieces; an operand or the output is not "
+        "16-byte aligned");
   switch (ctx.src[0].dtype()) {
     case DataType::kFloat16: return launch_for_dim<__half>(ctx, s, stream);
     case DataType::kBFloat16: return launch_for_dim<__nv_bfloat16>(ctx, s, stream);

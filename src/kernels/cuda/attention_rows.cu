@@ -310,6 +310,8 @@ Status launch_rows(KernelContext& ctx, const AttentionShape& s, cudaStream_t str
 
 Status attention_rows_fits(const OpCall& call) {
   if (call.inputs.size() < 3) return unsupported("cuda.attention tactic rows needs q, k and v");
+  if (call.attrs_as<AttentionAttrs>().heads)
+    return unsupported("cuda.attention tactic rows takes the plain layout, not heads interleaved in the features");
   const Dims& q = call.inputs[0].dims;
   const Dims& k = call.inputs[1].dims;
   const Dims& v = call.inputs[2].dims;

@@ -1,5 +1,6 @@
 // CUDA LayerNormalization, InstanceNormalization and BatchNormalization (inference): one block per row with a
-// two-pass mean / variance in float32 (the row cached in shared memory when it fits), float32/float16/bfloat16 I/O.
+// two-pass mean / variance in float32 (the row cached in shared memory when it fits), float32/float16/bfloat16 I/O;
+// rows of up to 8 16-byte vectors per lane take a warp per row with the row in registers.
 #include <algorithm>
 
 #include "kernels/common/indexing.h"
@@ -76,6 +77,121 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
+// ---- rows of up to 8 16-byte vectors per lane: a warp per row, the row in registers ----
+// For LayerNormalization over rows of up to 1024 (float32) or 2048 (16-bit) elements whose length is a multiple of a
+// 16-byte vector, with 16-byte aligned rows, and scale / bias absent or of one value per element. Each lane holds
+// kVecs vectors of the row (vector v at element (32 v + lane) * E): one read, one write, no shared memory.
+
+constexpr int kWarpRowWarps = 4;  // rows per block
+constexpr int kMaxWarpRowVecs = 8;
+
+// E consecutive values of a per-element parameter from element `col` (16-byte loads when it is float32).
+template <int E>
+__device__ __forceinline__ void load_param(const RowParam& p, int64_t col, float* out, float absent) {
+  if (p.mode == ParamMode::kNone) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) out[e] = absent;
+  } else if (p.kind == FloatKind::kF32) {
+    const auto* f = static_cast<const float4*>(p.data) + col / 4;
+#pragma unroll
+    for (int e = 0; e < E; e += 4) {
+      const float4 v = f[e / 4];
+      out[e] = v.x;
+      out[e + 1] = v.y;
+      out[e + 2] = v.z;
+      out[e + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < E; ++e) out[e] = load_float(p.data, p.kind, col + e);
+  }
+}
+
+template <class T, int kVecs>
+__global__ void __launch_bounds__(kWarpRowWarps * 32)
+    warp_row_norm_kernel(const T* x, T* y, int64_t rows, int n, float epsilon, RowParam scale, RowParam bias,
+                         float* mean_out, float* inv_out) {
+  constexpr int E = 16 / sizeof(T);  // elements per vector
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpRowWarps + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const auto* xr = reinterpret_cast<const uint4*>(x + row * n);
+  auto* yr = reinterpret_cast<uint4*>(y + row * n);
+  const int vecs = n / E;
+  float v[kVecs][E];
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const int at = 32 * i + lane;
+    if (at >= vecs) continue;
+    const uint4 raw = xr[at];
+    const T* el = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      v[i][e] = to_float(el[e]);
+      sum += v[i][e];
+    }
+  }
+  const float count = static_cast<float>(n);
+  const float mean = cuda::warp_sum(sum) / count;
+  float sq = 0.f;
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    if (32 * i + lane >= vecs) continue;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const float d = v[i][e] - mean;
+      sq += d * d;
+    }
+  }
+  const float inv = 1.f / sqrtf(cuda::warp_sum(sq) / count + epsilon);
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const int at = 32 * i + lane;
+    if (at >= vecs) continue;
+    float sc[E], bi[E];
+    load_param<E>(scale, static_cast<int64_t>(at) * E, sc, 1.f);
+    load_param<E>(bias, static_cast<int64_t>(at) * E, bi, 0.f);
+    uint4 out;
+    T* el = reinterpret_cast<T*>(&out);
+#pragma unroll
+    for (int e = 0; e < E; ++e) el[e] = from_float<T>((v[i][e] - mean) * inv * sc[e] + bi[e]);
+    yr[at] = out;
+  }
+  if (lane == 0 && mean_out) {
+    mean_out[row] = mean;
+    inv_out[row] = inv;
+  }
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Whether a parameter suits the warp-per-row kernel: absent, or one value per element at a 16-byte aligned address.
+bool warp_row_param(const RowParam& p) {
+  return p.mode == ParamMode::kNone || (p.mode == ParamMode::kDirect && aligned16(p.data));
+}
+
+// Vectors per lane for rows of `n` elements (E per vector): 0 when the warp-per-row kernel does not take them.
+template <class T>
+int warp_row_vecs(int64_t n, const void* x, const void* y, const RowParam& scale, const RowParam& bias) {
+  constexpr int64_t E = 16 / sizeof(T);
+  if (n <= 0 || n % E || n > 32 * E * kMaxWarpRowVecs || !aligned16(x) || !aligned16(y) || !warp_row_param(scale) ||
+      !warp_row_param(bias))
+    return 0;
+  const auto need = static_cast<int>((n / E + 31) / 32);
+  for (int v : {1, 2, 3, 4, 6, 8})
+    if (v >= need) return v;
+  return 0;
+}
+
+template <class T, int kVecs>
+void launch_warp_rows(const T* x, T* y, int64_t rows, int64_t n, float epsilon, const RowParam& scale,
+                      const RowParam& bias, float* mean_out, float* inv_out, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((rows + kWarpRowWarps - 1) / kWarpRowWarps);
+  warp_row_norm_kernel<T, kVecs><<<blocks, kWarpRowWarps * 32, 0, stream>>>(x, y, rows, static_cast<int>(n), epsilon,
+                                                                            scale, bias, mean_out, inv_out);
+}
+
 unsigned threads_for_row(int64_t n) {
   if (n >= 2048) return kMaxThreads;
   if (n >= 512) return 256;
@@ -92,6 +208,20 @@ Status launch_rows(KernelContext& ctx, int64_t rows, int64_t n, float epsilon, c
   const T* x = ctx.src[0].data<T>();
   T* y = ctx.dst[0].data<T>();
   cudaStream_t stream = cuda::native(ctx.stream);
+  const int64_t warp_blocks = (rows + kWarpRowWarps - 1) / kWarpRowWarps;
+  if (warp_blocks < (int64_t{1} << 31)) {
+    switch (warp_row_vecs<T>(n, x, y, scale, bias)) {
+      case 1: launch_warp_rows<T, 1>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
+      case 2: launch_warp_rows<T, 2>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
+      case 3: launch_warp_rows<T, 3>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
+      case 4: launch_warp_rows<T, 4>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
+      case 6: launch_warp_rows<T, 6>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
+      case 8: launch_warp_rows<T, 8>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
+      default: break;
+    }
+    if (warp_row_vecs<T>(n, x, y, scale, bias))
+      return cuda::check(cudaGetLastError(), "normalization (warp per row) kernel launch");
+  }
   if (n <= kMaxCachedRow) {
     const size_t smem = static_cast<size_t>(n) * sizeof(float);
     row_norm_kernel<T, true><<<blocks, threads, smem, stream>>>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out);

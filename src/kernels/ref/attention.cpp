@@ -27,7 +27,7 @@ Status run_attention(KernelContext& ctx) {
       double max = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < s.sk; ++j) {
         double dot = 0;
-        for (int64_t d = 0; d < s.d; ++d) dot += double(qb[i * s.d + d]) * kb[j * s.d + d];
+        for (int64_t d = 0; d < s.d; ++d) dot += double(qb[i * at.q_row() + d]) * kb[j * at.k_row() + d];
         p[j] = double(scale) * dot + (m ? m[j * at.mask_col_step()] : 0.f);
         max = std::max(max, p[j]);
       }
@@ -35,8 +35,8 @@ Status run_attention(KernelContext& ctx) {
       for (int64_t j = 0; j < s.sk; ++j) sum += p[j] = std::exp(p[j] - max);
       for (int64_t e = 0; e < s.dv; ++e) {
         double acc = 0;
-        for (int64_t j = 0; j < s.sk; ++j) acc += p[j] * vb[j * s.dv + e];
-        y[(b * s.s + i) * s.dv + e] = s.sk ? static_cast<float>(acc / sum) : 0.f;
+        for (int64_t j = 0; j < s.sk; ++j) acc += p[j] * vb[j * at.v_row() + e];
+        at.out(y, b)[i * at.out_row() + e] = s.sk ? static_cast<float>(acc / sum) : 0.f;
       }
     }
   }

@@ -63,7 +63,11 @@ KILN_OP_CASES(attention) {
       {"S 33 Sk 300 D 64 Dv 32 mask [S,Sk]", {2, 33, 64}, {2, 300, 64}, {2, 300, 32}, {33, 300}, 0.125f},
       {"S 17 Sk 512 D 128 padding mask", {1, 2, 17, 128}, {1, 2, 512, 128}, {1, 2, 512, 128}, {1, 1, 1, 512}, 0.088f},
       // The CUDA mma tactic: partial tiles of 64 queries and 64 keys, k shared over the batch, a full mask.
-      {"S 130 Sk 150 D 32 k shared full mask", {2, 3, 130, 32}, {3, 150, 32}, {2, 3, 150, 32}, {2, 3, 130, 150},
+      {"S 130 Sk 150 D 32 k shared full mask",
+       {2, 3, 130, 32},
+       {3, 150, 32},
+       {2, 3, 150, 32},
+       {2, 3, 130, 150},
        0.177f},
       {"BERT-like 2x12x128x64 padding mask",
        {2, 12, 128, 64},
@@ -84,6 +88,26 @@ KILN_OP_CASES(attention) {
                uniform({1, 1, 1, 128}, -10000, 0)}};
   bert.dtypes = {DataType::kFloat32};
   cases.push_back(bert);
+  // Heads interleaved in the features (the projections' own rows): q [B, S, H*D], output [B, S, H*Dv].
+  struct Heads {
+    const char* name;
+    Dims q, k, v;
+    std::optional<Dims> mask;
+    int64_t heads;
+  };
+  const Heads with_heads[] = {
+      {"heads 3 D 16 Dv 32 full mask", {2, 20, 48}, {2, 37, 48}, {2, 37, 96}, Dims{2, 3, 20, 37}, 3},
+      {"heads 2 D 32 k v shared S 70", {2, 70, 64}, {70, 64}, {70, 64}, Dims{2, 1, 1, 70}, 2},
+      {"heads 12 BERT layout", {2, 128, 768}, {2, 128, 768}, {2, 128, 768}, Dims{2, 1, 1, 128}, 12},
+      {"heads 4 D 8 no mask", {3, 5, 32}, {3, 6, 32}, {3, 6, 32}, std::nullopt, 4},
+  };
+  for (const Heads& h : with_heads) {
+    AttentionAttrs a = scaled(0.25f);
+    a.heads = h.heads;
+    std::vector<InputSpec> inputs{uniform(h.q), uniform(h.k), uniform(h.v)};
+    if (h.mask) inputs.push_back(uniform(*h.mask, -4, 0));
+    cases.push_back({"Attention", h.name, attrs(a), inputs});
+  }
   return cases;
 }
 

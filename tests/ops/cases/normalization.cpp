@@ -39,7 +39,14 @@ KILN_OP_CASES(normalization) {
       {"stats", {3, 4, 5}, -1, {uniform({5}), uniform({5})}, true},
       {"stats axis 1", {3, 4, 5}, 1, {uniform({4, 5}), absent()}, true},
       {"big 64x768", {64, 768}, -1, {uniform({768}), uniform({768})}},
-      {"row of 1024 stats", {6, 1024}, -1, {uniform({1024}), uniform({1024})}, true},  // CUDA's warp-per-row limit
+      // CUDA's warp-per-row kernel: a partial block of rows, lanes without a vector, stats.
+      {"33 rows of 40 stats", {33, 40}, -1, {uniform({40}), uniform({40})}, true},
+      {"rows of 1536", {2, 5, 1536}, -1, {uniform({1536}), absent()}},
+      {"row of 1024 stats",
+       {6, 1024},
+       -1,
+       {uniform({1024}), uniform({1024})},
+       true},  // float32: the most CUDA takes a warp per row
       {"row of 4096", {8, 4096}, -1, {uniform({4096}), uniform({4096})}},
       {"row of 1", {5, 1}, -1, {uniform({1}), uniform({1})}, true},
       {"row of 16384", {2, 4, 4096}, 1, {uniform({4, 4096}), uniform({4096})}},

@@ -60,7 +60,8 @@ Node* only_node_of(const Graph& g, std::string_view op) {
 
 // BERT's export: x [B, S, H*D] reshaped to heads; q and v transposed [0,2,1,3], k [0,2,3,1]; scores / sqrt(D),
 // plus a padding mask [B,1,1,S], softmax, times v.
-std::unique_ptr<Graph> bert_like_graph() {
+// With `merge_heads` the context is merged back into [B, S, H*D] (transpose [0,2,1,3], reshape), as BERT does.
+std::unique_ptr<Graph> bert_like_graph(bool merge_heads = false) {
   auto g = std::make_unique<Graph>();
   Value* xq = *g->add_input("xq", DataType::kFloat32, {2, 5, 8});
   Value* xk = *g->add_input("xk", DataType::kFloat32, {2, 6, 8});
@@ -77,8 +78,13 @@ std::unique_ptr<Graph> bert_like_graph() {
   Node* div = *g->add_node("ElementWise", "div", ew(ElementWiseOp::kDiv), {out(qk), scalar(*g, "sqrt_d", 2.f)});
   Node* add = *g->add_node("ElementWise", "add_mask", ew(ElementWiseOp::kSum), {out(div), mask});
   Node* sm = *g->add_node("Softmax", "softmax", softmax(), {out(add)});
-  Node* pv = *g->add_node("MatrixMultiply", "pv", matmul(), {out(sm), v}, {"context"});
-  EXPECT_TRUE(g->mark_output(out(pv)).is_ok());
+  Node* pv = *g->add_node("MatrixMultiply", "pv", matmul(), {out(sm), v}, {merge_heads ? "heads" : "context"});
+  Value* result = out(pv);
+  if (merge_heads) {
+    Node* t = *g->add_node("Shuffle", "merge_transpose", transpose({0, 2, 1, 3}), {result});
+    result = out(*g->add_node("Shuffle", "merge_reshape", reshape({2, 5, 8}), {out(t)}, {"context"}));
+  }
+  EXPECT_TRUE(g->mark_output(result).is_ok());
   return g;
 }
 
@@ -109,6 +115,41 @@ TEST(AttentionFusion, BertExportWithMaskAndKTransposedAfterAReshape) {
   pass_test::Built built = pass_test::expect_same_as_unoptimized(*g, 1e-5);
   EXPECT_EQ(pass_test::applied_by(built.report.optimizer, "attention").size(), 1u);
   EXPECT_NE(built.engine_inspect.find("Attention"), std::string::npos) << built.engine_inspect;
+}
+
+TEST(AttentionHeads, TheHeadSplitsAndMergeMoveIntoTheLayer) {
+  auto g = bert_like_graph(/*merge_heads=*/true);
+  OptimizerReport report;
+  auto c = optimized(*g, report);
+  const std::vector<std::string> applied = pass_test::applied_by(report, "attention-heads");
+  ASSERT_EQ(applied.size(), 1u);
+  Node* att = only_node_of(*c, "Attention");
+  ASSERT_NE(att, nullptr);
+  EXPECT_EQ(static_cast<const AttentionAttrs&>(*att->attrs).heads, 2);
+  ASSERT_EQ(att->inputs.size(), 4u);
+  EXPECT_EQ(att->inputs[0]->name, "xq");  // the projections themselves, [B, S, H*D]
+  EXPECT_EQ(att->inputs[1]->name, "xk");
+  EXPECT_EQ(att->inputs[2]->name, "xv");
+  EXPECT_EQ(att->inputs[3]->name, "mask");
+  EXPECT_EQ(att->outputs[0]->name, "context");
+  EXPECT_EQ(att->outputs[0]->dims, (Dims{2, 5, 8}));
+  EXPECT_EQ(only_node_of(*c, "Shuffle"), nullptr);
+
+  pass_test::Built built = pass_test::expect_same_as_unoptimized(*g, 1e-5);
+  EXPECT_EQ(pass_test::applied_by(built.report.optimizer, "attention-heads").size(), 1u);
+}
+
+TEST(AttentionHeads, LeavesHeadsThatAreReadElsewhere) {
+  auto g = bert_like_graph(/*merge_heads=*/true);
+  // The per-head context [B, H, S, D] is also a graph output: the merge cannot take it.
+  ASSERT_TRUE(g->mark_output(g->find_value("heads")).is_ok());
+  OptimizerReport report;
+  auto c = optimized(*g, report);
+  EXPECT_TRUE(pass_test::applied_by(report, "attention-heads").empty());
+  Node* att = only_node_of(*c, "Attention");
+  ASSERT_NE(att, nullptr);
+  EXPECT_EQ(static_cast<const AttentionAttrs&>(*att->attrs).heads, 0);
+  pass_test::expect_same_as_unoptimized(*g, 1e-5);
 }
 
 // No mask; the scale multiplies q; k^T from a transpose of the last two dims (absorbed: k enters as it is);
