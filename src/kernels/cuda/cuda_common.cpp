@@ -3,6 +3,8 @@
 #include <map>
 #include <mutex>
 
+#include "kernels/cuda/cublas_lazy.h"
+
 namespace kiln::cuda {
 
 Status check_device_count(const int64_t* device_count, int64_t want, cudaStream_t stream, const char* op,
@@ -45,7 +47,10 @@ Status check(cudnnStatus_t err, const char* what) {
 Status check(cublasStatus_t err, const char* what) {
   if (err == CUBLAS_STATUS_SUCCESS) return Status::ok();
   const StatusCode code = err == CUBLAS_STATUS_ALLOC_FAILED ? StatusCode::kOutOfMemory : StatusCode::kDeviceError;
-  return Status(code, str_cat(what, ": ", cublasGetStatusString(err)));
+  std::string why = cublasGetStatusString(err);
+  if (err == CUBLAS_STATUS_NOT_INITIALIZED)
+    if (const std::string load = cublas_load_error(); !load.empty()) why = load;
+  return Status(code, str_cat(what, ": ", why));
 }
 
 namespace {

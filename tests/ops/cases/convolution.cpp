@@ -171,6 +171,14 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(
       nhwc_case("nhwc 7x7 stride 2 pad 3, 3 channels", conv({2, 2}, {3, 3, 3, 3}), {1, 12, 12, 3}, {8, 7, 7, 3}));
   c.push_back(nhwc_case("nhwc strides 1x2 no bias", conv({1, 2}, {0, 1, 0, 1}), {1, 5, 8, 4}, {6, 2, 3, 4}, false));
+  // ResNet's downsampling block: 3x3 stride 2 to twice the channels with bias + ReLU, the 1x1 projection with bias
+  // and a 1x1 expansion with bias + residual + ReLU (the cuDNN graph tactics' runtime-fused engines).
+  ConvolutionAttrs down = conv({2, 2}, {1, 1, 1, 1});
+  down.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc 3x3 stride 2 16->32 bias relu", down, {2, 10, 10, 16}, {32, 3, 3, 16}));
+  ConvolutionAttrs expand = conv({}, {0, 0, 0, 0});
+  expand.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc 1x1 32->64 bias residual relu", expand, {2, 5, 5, 32}, {64, 1, 1, 32}, true, true));
   return c;
 }
 
