@@ -189,7 +189,14 @@ BackendHook backend_hook(Backend backend) {
 namespace {
 
 // Builds from a graph the builder owns: the passes rewrite it in place, and it is released once serialized.
-Result<std::string> build_owned(std::unique_ptr<Graph> optimized, const BuildOptions& options, BuildReport* report) {
+// The engine's header and sections, before they are written into one container.
+struct BuiltSections {
+  EngineHeader header;
+  std::map<std::string, std::string> sections;
+};
+
+Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const BuildOptions& options,
+                                     BuildReport* report) {
   BuildReport local;
   BuildReport& rep = report ? *report : local;
   PassOptions pass_options = options.passes;
@@ -266,7 +273,12 @@ Result<std::string> build_owned(std::unique_ptr<Graph> optimized, const BuildOpt
   sections["plan"] = plan.dump();
   if (prepared.bytes > 0) sections["prepared"] = prepared.join();
   sections["optimizer"] = optimizer_json(rep.optimizer).dump();
-  return write_engine_container(header, std::move(sections));
+  return BuiltSections{std::move(header), std::move(sections)};
+}
+
+Result<std::string> build_owned(std::unique_ptr<Graph> optimized, const BuildOptions& options, BuildReport* report) {
+  KILN_ASSIGN_OR_RETURN(BuiltSections built, build_sections(std::move(optimized), options, report));
+  return write_engine_container(built.header, std::move(built.sections));
 }
 
 }  // namespace
@@ -280,6 +292,25 @@ Result<std::string> build_engine(std::unique_ptr<Graph> graph, const BuildOption
   if (!graph) return invalid_argument("build_engine: no graph");
   KILN_RETURN_IF_ERROR(graph->verify());
   return build_owned(std::move(graph), options, report);
+}
+
+Result<Tensor> build_engine_aligned(std::unique_ptr<Graph> graph, const BuildOptions& options, BuildReport* report) {
+  if (!graph) return invalid_argument("build_engine: no graph");
+  KILN_RETURN_IF_ERROR(graph->verify());
+  KILN_ASSIGN_OR_RETURN(BuiltSections built, build_sections(std::move(graph), options, report));
+  Tensor out;
+  Status made = Status::ok();
+  KILN_RETURN_IF_ERROR(write_engine_container_to(built.header, std::move(built.sections), [&](uint64_t bytes) -> char* {
+    auto t = Tensor::empty(DataType::kUInt8, Dims{static_cast<int64_t>(bytes)});
+    if (!t) {
+      made = t.status();
+      return nullptr;
+    }
+    out = std::move(*t);
+    return static_cast<char*>(out.raw());
+  }));
+  KILN_RETURN_IF_ERROR(made);
+  return out;
 }
 
 Result<std::string> build_engine(const Network& network, const BuildOptions& options, BuildReport* report) {

@@ -68,6 +68,10 @@ Result<std::string> build_engine(const Graph& graph, const BuildOptions& options
 /// lower peak memory of a build from a model that is not needed afterwards).
 Result<std::string> build_engine(std::unique_ptr<Graph> graph, const BuildOptions& options,
                                  BuildReport* report = nullptr);
+/// The engine in 64-byte aligned memory (uint8), which EngineImpl::deserialize uses in place: the weights are not
+/// copied again, as they are when a std::string result moves into aligned memory. Takes the graph as above.
+Result<Tensor> build_engine_aligned(std::unique_ptr<Graph> graph, const BuildOptions& options,
+                                    BuildReport* report = nullptr);
 /// The same for a network made with the network definition API.
 Result<std::string> build_engine(const Network& network, const BuildOptions& options, BuildReport* report = nullptr);
 

@@ -38,7 +38,8 @@ Status truncated(uint64_t have, uint64_t need) {
 }
 }  // namespace
 
-std::string write_engine_container(const EngineHeader& header, std::map<std::string, std::string> sections) {
+Status write_engine_container_to(const EngineHeader& header, std::map<std::string, std::string> sections,
+                                 const std::function<char*(uint64_t bytes)>& allocate) {
   // Written in one buffer sized up front: weights are copied once, not once per step, and each section is
   // released as soon as it is in the buffer.
   uint64_t body_bytes = 0;
@@ -57,21 +58,40 @@ std::string write_engine_container(const EngineHeader& header, std::map<std::str
                             {"sections", index}};
   const std::string htext = h.dump();
   const uint64_t body_offset = align_up(kEnginePreludeBytes + htext.size());
-  std::string out(body_offset + body_bytes, '\0');
+  const uint64_t total = body_offset + body_bytes;
+  char* const out = allocate(total);
+  if (!out) return Status(StatusCode::kOutOfMemory, str_cat("no memory for the ", total, "-byte engine"));
+  // The gaps (prelude, padding) are zeros: the same model gives the same bytes.
+  std::memset(out, 0, body_offset);
+  uint64_t written = 0;  // body bytes placed so far, padding included
   for (auto& section : sections) {
     std::string& bytes = section.second;
-    std::memcpy(out.data() + body_offset + index[section.first]["offset"].get<uint64_t>(), bytes.data(), bytes.size());
+    const uint64_t at = index[section.first]["offset"].get<uint64_t>();
+    std::memset(out + body_offset + written, 0, at - written);
+    std::memcpy(out + body_offset + at, bytes.data(), bytes.size());
+    written = at + bytes.size();
     std::string().swap(bytes);
   }
-  std::memcpy(out.data(), kMagic, 8);
-  std::memcpy(out.data() + kEnginePreludeBytes, htext.data(), htext.size());
-  put_le(out.data() + kVersionAt, static_cast<uint32_t>(header.format_version), 4);
-  put_le(out.data() + kHeaderBytesAt, htext.size(), 8);
-  put_le(out.data() + kBodyOffsetAt, body_offset, 8);
-  put_le(out.data() + kBodyBytesAt, body_bytes, 8);
-  put_le(out.data() + kBodyCrcAt, crc32_of(std::string_view(out).substr(body_offset)), 4);
-  const std::string_view covered = std::string_view(out).substr(kCoveredFrom, kEnginePreludeBytes - kCoveredFrom);
-  put_le(out.data() + kHeaderCrcAt, crc32_of(htext, crc32_of(covered)), 4);
+  std::memcpy(out, kMagic, 8);
+  std::memcpy(out + kEnginePreludeBytes, htext.data(), htext.size());
+  put_le(out + kVersionAt, static_cast<uint32_t>(header.format_version), 4);
+  put_le(out + kHeaderBytesAt, htext.size(), 8);
+  put_le(out + kBodyOffsetAt, body_offset, 8);
+  put_le(out + kBodyBytesAt, body_bytes, 8);
+  const std::string_view all(out, total);
+  put_le(out + kBodyCrcAt, crc32_of(all.substr(body_offset)), 4);
+  const std::string_view covered = all.substr(kCoveredFrom, kEnginePreludeBytes - kCoveredFrom);
+  put_le(out + kHeaderCrcAt, crc32_of(htext, crc32_of(covered)), 4);
+  return Status::ok();
+}
+
+std::string write_engine_container(const EngineHeader& header, std::map<std::string, std::string> sections) {
+  std::string out;
+  const Status st = write_engine_container_to(header, std::move(sections), [&](uint64_t bytes) {
+    out.resize(bytes);
+    return out.data();
+  });
+  (void)st;  // a std::string that cannot grow throws
   return out;
 }
 
