@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -68,12 +69,12 @@ Status write_engine_container_to(const EngineHeader& header, std::map<std::strin
     std::string& bytes = section.second;
     const uint64_t at = index[section.first]["offset"].get<uint64_t>();
     std::memset(out + body_offset + written, 0, at - written);
-    std::memcpy(out + body_offset + at, bytes.data(), bytes.size());
+    std::copy_n(bytes.data(), bytes.size(), out + body_offset + at);
     written = at + bytes.size();
     std::string().swap(bytes);
   }
-  std::memcpy(out, kMagic, 8);
-  std::memcpy(out + kEnginePreludeBytes, htext.data(), htext.size());
+  std::copy_n(kMagic, 8, out);
+  std::copy_n(htext.data(), htext.size(), out + kEnginePreludeBytes);
   put_le(out + kVersionAt, static_cast<uint32_t>(header.format_version), 4);
   put_le(out + kHeaderBytesAt, htext.size(), 8);
   put_le(out + kBodyOffsetAt, body_offset, 8);

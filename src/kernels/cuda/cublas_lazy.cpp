@@ -56,12 +56,12 @@ Library open_library(const char* name) {
 }
 
 const Library& lt() {
-  static const Library lib = open_library(kLtName);
-  return lib;
+  static const Library kLib = open_library(kLtName);
+  return kLib;
 }
 const Library& blas() {
-  static const Library lib = open_library(kBlasName);
-  return lib;
+  static const Library kLib = open_library(kBlasName);
+  return kLib;
 }
 
 // The function `name` of `lib` as F*, or nullptr (recorded in the load error).
