@@ -1,4 +1,3 @@
-// Built only with -DKILN_CUDNN_CONV_GRAPH=ON (scripts/gpu-check sets it) until it has passed the GPU op harness.
 // Convolution on CUDA through cuDNN's graph (backend) API: one operation graph holds the convolution and the
 // optimizer's epilogue, y = relu(conv(x, w) + b + residual), so that cuDNN's runtime-fusion engines compute all of it
 // in one pass. It takes channels_last 2-D problems with one group in float16 or bfloat16 (float32 compute): x
