@@ -1,5 +1,5 @@
 # kiln: `make run` installs what is missing, builds and runs the main job (doctor, then exec); `make test` also runs every test.
-.PHONY: deps build run bench test test-sanitize test-tsan conformance fuzz fuzz-smoke format format-check tidy ops-doc clean
+.PHONY: deps build run bench test test-sanitize test-tsan conformance conformance-cuda fuzz fuzz-smoke format format-check tidy ops-doc clean
 
 PRESET ?= release
 JOBS ?= $(shell nproc)
@@ -46,6 +46,12 @@ conformance: build
 	build/bin/kiln_onnx_conformance --write docs/onnx-conformance.md --floor tests/onnx/floor.txt \
 	  --known-failures tests/onnx/known-failures.txt --check-optimizer
 	build/bin/kiln_onnx_conformance --no-optimizer --floor tests/onnx/floor.txt
+
+# The same suite through the CUDA backend (a GPU machine; scripts/gpu-check runs it with CONFORMANCE=1): writes
+# docs/onnx-conformance-cuda.md, fails below tests/onnx/floor-cuda.txt.
+conformance-cuda: build
+	build/bin/kiln_onnx_conformance --device cuda --write docs/onnx-conformance-cuda.md \
+	  --floor tests/onnx/floor-cuda.txt --known-failures tests/onnx/known-failures.txt
 
 # libFuzzer (clang + ASan) on the ONNX importer and on the engine reader; FUZZ_SECONDS bounds each run.
 FUZZ_SECONDS ?= 600
