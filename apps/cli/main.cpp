@@ -1,6 +1,9 @@
 // The `kiln` command.
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 
@@ -14,6 +17,15 @@
 #include "train.h"
 
 namespace {
+
+// glibc serves a freed large block's size from its heap afterwards (its mmap threshold rises with every such free,
+// up to 32 MiB), and a heap keeps what it was given: an engine build's weights, prepared weights and timing buffers
+// stayed in the process (ResNet-50 b8: peak RSS 654 MB). Blocks of 1 MiB and more always come from and go back to
+// the system here: peak 399 MB, same speed (the runtime allocates its activations once). A MALLOC_MMAP_THRESHOLD_
+// in the environment wins.
+void return_large_blocks_to_the_system() {
+  if (!std::getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 1 << 20);
+}
 
 int run(int argc, char** argv) {
   CLI::App app{"kiln: a deep-learning system for NVIDIA GPUs (primitives, optimizer and runtime, studio, modules)"};
@@ -133,6 +145,7 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   kiln::cli::use_short_openmp_spin(argv);
+  return_large_blocks_to_the_system();
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {
