@@ -266,8 +266,7 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
   header.extra = options.header_extra;
   header.extra["backend"] = std::string(backend_name(options.backend));
   std::map<std::string, std::string> sections;
-  SerializedGraph parts = serialize_graph_parts(graph);
-  optimized.reset();  // its constants are in parts.weights now
+  SerializedGraph parts = serialize_graph_parts(std::move(optimized));  // each constant freed once copied
   sections["graph"] = std::move(parts.description);
   sections["weights"] = std::move(parts.weights);
   sections["plan"] = plan.dump();

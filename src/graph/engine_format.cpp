@@ -1,5 +1,7 @@
 #include "graph/engine_format.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -31,6 +33,25 @@ uint64_t get_le(std::string_view s, size_t at, int bytes) {
   return v;
 }
 uint64_t align_up(uint64_t n) { return (n + kEngineAlignment - 1) / kEngineAlignment * kEngineAlignment; }
+
+// Moves a section's bytes into the engine: copied in slices, and the source's pages handed back to the system behind
+// each slice (the source is discarded afterwards), so a large weights section is never held twice whole.
+void move_section(std::string& src, char* dst) {
+  constexpr size_t kSlice = size_t{16} << 20;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto base = reinterpret_cast<uintptr_t>(src.data());
+  uintptr_t released = (base + page - 1) / page * page;  // whole pages of the source only
+  for (size_t at = 0; at < src.size(); at += kSlice) {
+    const size_t n = std::min(kSlice, src.size() - at);
+    std::copy_n(src.data() + at, n, dst + at);
+    const uintptr_t end = (base + at + n) / page * page;
+    if (end > released) {
+      madvise(reinterpret_cast<void*>(released), end - released, MADV_DONTNEED);  // advice: a failure costs memory only
+      released = end;
+    }
+  }
+  std::string().swap(src);
+}
 
 Status corrupt(std::string_view what) { return invalid_argument("the engine file is corrupt (", what, ")", kRebuild); }
 Status truncated(uint64_t have, uint64_t need) {
@@ -69,9 +90,8 @@ Status write_engine_container_to(const EngineHeader& header, std::map<std::strin
     std::string& bytes = section.second;
     const uint64_t at = index[section.first]["offset"].get<uint64_t>();
     std::memset(out + body_offset + written, 0, at - written);
-    std::copy_n(bytes.data(), bytes.size(), out + body_offset + at);
     written = at + bytes.size();
-    std::string().swap(bytes);
+    move_section(bytes, out + body_offset + at);
   }
   std::copy_n(kMagic, 8, out);
   std::copy_n(htext.data(), htext.size(), out + kEnginePreludeBytes);

@@ -38,8 +38,9 @@ Status read_strings(std::string_view data, Tensor& t, const std::string& name) {
   return Status::ok();
 }
 
-// The description of one graph; constants' bytes go to `blob`. Subgraphs nest under their node.
-json graph_json(const Graph& graph, std::string& blob) {
+// The description of one graph; constants' bytes go to `blob`. Subgraphs nest under their node. With `release`,
+// each constant's tensor is dropped once its bytes are in `blob` (the graph is thrown away afterwards).
+json graph_json(const Graph& graph, std::string& blob, bool release) {
   json j;
   j["inputs"] = json::array();
   for (Value* v : graph.inputs()) j["inputs"].push_back(value_json(v));
@@ -66,6 +67,7 @@ json graph_json(const Graph& graph, std::string& blob) {
                               {"dims", dims_json(v->dims)},
                               {"offset", offset},
                               {"bytes", blob.size() - offset}});
+    if (release) v->constant = Tensor();
   }
   j["nodes"] = json::array();
   auto order = graph.topological_order();
@@ -74,7 +76,7 @@ json graph_json(const Graph& graph, std::string& blob) {
     for (Value* in : n->inputs) inputs.push_back(in ? in->name : "");
     for (Value* out : n->outputs) outputs.push_back(out->name);
     for (const Subgraph& sub : n->subgraphs)
-      subgraphs.push_back({{"name", sub.name}, {"graph", graph_json(*sub.graph, blob)}});
+      subgraphs.push_back({{"name", sub.name}, {"graph", graph_json(*sub.graph, blob, release)}});
     json node = {{"name", n->name},
                  {"op", n->op()},
                  {"attrs", json::parse(n->attrs->to_json())},
@@ -231,7 +233,14 @@ size_t constant_bytes_bound(const Graph& graph) {
 SerializedGraph serialize_graph_parts(const Graph& graph) {
   SerializedGraph out;
   out.weights.reserve(constant_bytes_bound(graph));  // one allocation: the weights are not copied while growing
-  out.description = graph_json(graph, out.weights).dump();
+  out.description = graph_json(graph, out.weights, false).dump();
+  return out;
+}
+
+SerializedGraph serialize_graph_parts(std::unique_ptr<Graph> graph) {
+  SerializedGraph out;
+  out.weights.reserve(constant_bytes_bound(*graph));
+  out.description = graph_json(*graph, out.weights, true).dump();
   return out;
 }
 

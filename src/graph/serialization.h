@@ -17,6 +17,9 @@ struct SerializedGraph {
   std::string weights;
 };
 SerializedGraph serialize_graph_parts(const Graph& graph);
+/// The same from a graph thrown away as it is written: each constant is freed once it is copied, so a model's
+/// weights are never held twice.
+SerializedGraph serialize_graph_parts(std::unique_ptr<Graph> graph);
 /// Rebuilds a graph; errors say what is malformed (an unknown op, bad attributes, a constant past the data).
 /// When `weights_owner` keeps `weights` alive, constants are tensors over it in place (string constants and
 /// data not 64-byte aligned are copied); without an owner the weights are copied once.

@@ -1,11 +1,13 @@
 #include "onnx/importer.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -164,14 +166,33 @@ namespace {
 constexpr int kMaxSupportedOpset = 17;
 constexpr int kMaxNesting = 64;
 
-// Whether a model that failed to parse reads with a deeper nesting limit: then its nesting is the problem.
-bool nested_too_deeply(const std::string& bytes) {
-  onnx::ModelProto model;
-  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
-  google::protobuf::io::CodedInputStream coded(&raw);
+// Parses a whole ModelProto from `input`, nesting at most `nesting` messages deep.
+bool parse_model(google::protobuf::io::ZeroCopyInputStream& input, int nesting, onnx::ModelProto& model) {
+  google::protobuf::io::CodedInputStream coded(&input);
   coded.SetTotalBytesLimit(INT32_MAX);
-  coded.SetRecursionLimit(1000);
+  coded.SetRecursionLimit(nesting);
   return model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+}
+
+// A model of `source` that did not parse: too deeply nested when it parses with a deeper limit (`reparse` parses a
+// fresh copy with the limit it is given), else not a valid model.
+Status unparsable(const std::string& source, const std::function<bool(int)>& reparse) {
+  if (reparse(1000))
+    return invalid_argument(source, ": the model nests graphs, functions or types more than ", kMaxNesting,
+                            " levels deep, which kiln does not read");
+  return invalid_argument(source,
+                          ": not a valid ONNX model (the protobuf could not be parsed: the file is truncated, "
+                          "corrupt or not an .onnx file)");
+}
+
+// Frees what an initializer's proto holds once it is a kiln tensor: the import then never holds a model's weights
+// twice over (a cleared std::string or RepeatedField keeps its buffer; a swap with an empty one does not).
+void drop_initializer_data(onnx::TensorProto& init) {
+  std::string().swap(*init.mutable_raw_data());
+  google::protobuf::RepeatedField<float>().Swap(init.mutable_float_data());
+  google::protobuf::RepeatedField<int32_t>().Swap(init.mutable_int32_data());
+  google::protobuf::RepeatedField<int64_t>().Swap(init.mutable_int64_data());
+  google::protobuf::RepeatedField<double>().Swap(init.mutable_double_data());
 }
 
 struct Problems {
@@ -520,27 +541,16 @@ Status ImportContext::inline_subgraph(const OnnxNode& node, const std::string& a
 
 namespace {
 
-Result<ImportedModel> import_model(const std::string& bytes, const std::string& base_dir, const std::string& source,
+Status out_of_memory_importing(const std::string& source) {
+  return Status(StatusCode::kOutOfMemory, str_cat(source,
+                                                  ": the machine ran out of memory while importing the model; lower "
+                                                  "the import's memory budget (--max-import-memory) so the model is "
+                                                  "refused early"));
+}
+
+// Imports a parsed model; its initializers' data is freed as they become tensors.
+Result<ImportedModel> import_model(onnx::ModelProto& model, const std::string& base_dir, const std::string& source,
                                    const ImportOptions& options) {
-  onnx::ModelProto model;
-  {
-    google::protobuf::io::ArrayInputStream raw(bytes.data(),
-                                               static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
-    google::protobuf::io::CodedInputStream coded(&raw);
-    coded.SetTotalBytesLimit(INT32_MAX);
-    coded.SetRecursionLimit(kMaxNesting);
-    if (bytes.size() > INT32_MAX)
-      return invalid_argument(source, ": the model is ", format_bytes(bytes.size()),
-                              "; an .onnx file is at most 2 GiB (keep large weights as external data)");
-    if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-      if (nested_too_deeply(bytes))
-        return invalid_argument(source, ": the model nests graphs, functions or types more than ", kMaxNesting,
-                                " levels deep, which kiln does not read");
-      return invalid_argument(source,
-                              ": not a valid ONNX model (the protobuf could not be parsed: the file is truncated, "
-                              "corrupt or not an .onnx file)");
-    }
-  }
   if (!model.has_graph()) return invalid_argument(source, ": the model has no graph");
   ImportedModel out;
   out.ir_version = model.ir_version();
@@ -573,7 +583,7 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
   std::set<std::string> known, initializer_names;
   Problems problems;
 
-  for (const auto& init : g.initializer()) {
+  for (auto& init : *model.mutable_graph()->mutable_initializer()) {
     if (init.name().empty()) {
       problems.add(invalid_argument("an initializer has no name"));
       continue;
@@ -589,6 +599,7 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
       problems.add(t.status());
       continue;
     }
+    drop_initializer_data(init);
     auto v = graph->add_constant(init.name(), std::move(*t));
     if (!v) {
       problems.add(v.status());
@@ -715,12 +726,22 @@ Result<ImportedModel> import_model(const std::string& bytes, const std::string& 
 Result<ImportedModel> import_bytes(const std::string& bytes, const std::string& base_dir, const std::string& source,
                                    const ImportOptions& options) {
   try {
-    return import_model(bytes, base_dir, source, options);
+    if (bytes.size() > INT32_MAX)
+      return invalid_argument(source, ": the model is ", format_bytes(bytes.size()),
+                              "; an .onnx file is at most 2 GiB (keep large weights as external data)");
+    onnx::ModelProto model;
+    auto parse = [&](int nesting, onnx::ModelProto& m) {
+      google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+      return parse_model(raw, nesting, m);
+    };
+    if (!parse(kMaxNesting, model))
+      return unparsable(source, [&](int nesting) {
+        onnx::ModelProto deeper;
+        return parse(nesting, deeper);
+      });
+    return import_model(model, base_dir, source, options);
   } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory,
-                  str_cat(source,
-                          ": the machine ran out of memory while importing the model; lower the import's "
-                          "memory budget (--max-import-memory) so the model is refused early"));
+    return out_of_memory_importing(source);
   }
 }
 
@@ -733,13 +754,25 @@ Result<ImportedModel> import_file(const std::string& path, const ImportOptions& 
   if (size > INT32_MAX)
     return invalid_argument(path, ": the model is ", format_bytes(size),
                             "; an .onnx file is at most 2 GiB (keep large weights as external data)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kIoError, str_cat(path, ": cannot be opened"));
-  std::string bytes(static_cast<size_t>(size), '\0');
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
-    return Status(StatusCode::kIoError, str_cat(path, ": short read"));
+  if (!std::ifstream(path, std::ios::binary)) return Status(StatusCode::kIoError, str_cat(path, ": cannot be opened"));
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return import_bytes(bytes, dir.empty() ? "." : dir, path, options);
+  // Parsed straight from the file: the file's bytes are never held whole next to the parsed model.
+  auto parse = [&](int nesting, onnx::ModelProto& m) {
+    std::ifstream in(path, std::ios::binary);
+    google::protobuf::io::IstreamInputStream stream(&in);
+    return in && parse_model(stream, nesting, m);
+  };
+  try {
+    onnx::ModelProto model;
+    if (!parse(kMaxNesting, model))
+      return unparsable(path, [&](int nesting) {
+        onnx::ModelProto deeper;
+        return parse(nesting, deeper);
+      });
+    return import_model(model, dir.empty() ? "." : dir, path, options);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory_importing(path);
+  }
 }
 
 }  // namespace kiln::onnx_import

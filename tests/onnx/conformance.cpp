@@ -121,7 +121,7 @@ std::string first_line(const std::string& s) {
 // --range-relative: an element may also differ by rtol times the largest magnitude of its expected output (box
 // coordinates near 0 in a 320-pixel image are compared at the image's scale, as ONNX Runtime vs PyTorch needs too).
 bool g_range_relative = false;
-bool g_optimize = true;  // the graph optimizer (every pass) runs in the builder
+bool g_optimize = true;             // the graph optimizer (every pass) runs in the builder
 Backend g_backend = Backend::kCpu;  // --device: where the engines run (CUDA: float32 layers, no TF32)
 
 std::string compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
@@ -360,7 +360,8 @@ int main(int argc, char** argv) {
       }
       if (verbose)
         std::printf("%-12s %-18s %s %s%s\n", outcome_name(r.outcome).c_str(), cat.c_str(), r.name.c_str(),
-                    r.reason.c_str(), r.host_nodes > 0 ? str_cat(" (", r.host_nodes, " nodes on the host)").c_str() : "");
+                    r.reason.c_str(),
+                    r.host_nodes > 0 ? str_cat(" (", r.host_nodes, " nodes on the host)").c_str() : "");
       results.push_back(std::move(r));
     }
   }
