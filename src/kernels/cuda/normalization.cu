@@ -210,7 +210,8 @@ Status launch_rows(KernelContext& ctx, int64_t rows, int64_t n, float epsilon, c
   cudaStream_t stream = cuda::native(ctx.stream);
   const int64_t warp_blocks = (rows + kWarpRowWarps - 1) / kWarpRowWarps;
   if (warp_blocks < (int64_t{1} << 31)) {
-    switch (warp_row_vecs<T>(n, x, y, scale, bias)) {
+    const int vecs = warp_row_vecs<T>(n, x, y, scale, bias);
+    switch (vecs) {
       case 1: launch_warp_rows<T, 1>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
       case 2: launch_warp_rows<T, 2>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
       case 3: launch_warp_rows<T, 3>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
@@ -219,8 +220,7 @@ Status launch_rows(KernelContext& ctx, int64_t rows, int64_t n, float epsilon, c
       case 8: launch_warp_rows<T, 8>(x, y, rows, n, epsilon, scale, bias, mean_out, inv_out, stream); break;
       default: break;
     }
-    if (warp_row_vecs<T>(n, x, y, scale, bias))
-      return cuda::check(cudaGetLastError(), "normalization (warp per row) kernel launch");
+    if (vecs > 0) return cuda::check(cudaGetLastError(), "normalization (warp per row) kernel launch");
   }
   if (n <= kMaxCachedRow) {
     const size_t smem = static_cast<size_t>(n) * sizeof(float);

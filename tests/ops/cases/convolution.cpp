@@ -165,6 +165,18 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(nhwc_case("nhwc residual + sigmoid", sigmoid, {1, 5, 6, 8}, {8, 3, 3, 8}, true, true));
   c.push_back(nhwc_case("nhwc group 2", conv({}, {1, 1, 1, 1}, {}, 2), {1, 6, 6, 16}, {16, 3, 3, 8}));
   c.push_back(nhwc_case("nhwc depthwise", conv({}, {1, 1, 1, 1}, {}, 8), {2, 6, 6, 8}, {8, 3, 3, 1}));
+  // MobileNetV2's depthwise layers (cpu.depthwise_nhwc): stride 2 + Clip (ReLU6), a channel count off the vector
+  // width, dilation with asymmetric pads, and a residual with ReLU.
+  ConvolutionAttrs dw_clip = conv({2, 2}, {1, 1, 1, 1}, {}, 20);
+  dw_clip.fused = fused(ActivationKind::kClip);
+  dw_clip.fused.alpha = 0.f;
+  dw_clip.fused.beta = 0.5f;
+  c.push_back(nhwc_case("nhwc depthwise stride 2 clip, 20 channels", dw_clip, {2, 9, 8, 20}, {20, 3, 3, 1}));
+  c.push_back(nhwc_case("nhwc depthwise dilation 2, asymmetric pads, no bias", conv({}, {2, 0, 1, 2}, {2, 2}, 12),
+                        {1, 7, 6, 12}, {12, 3, 3, 1}, false));
+  ConvolutionAttrs dw_relu = conv({}, {2, 2, 2, 2}, {}, 16);
+  dw_relu.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc depthwise 5x5 residual + relu", dw_relu, {2, 6, 5, 16}, {16, 5, 5, 1}, true, true));
   c.push_back(nhwc_case("nhwc stride 2", conv({2, 2}, {1, 1, 1, 1}), {2, 9, 9, 8}, {16, 3, 3, 8}));
   c.push_back(
       nhwc_case("nhwc 1x1 stride 2 + residual", conv({2, 2}, {0, 0, 0, 0}), {2, 7, 7, 16}, {8, 1, 1, 16}, true, true));
