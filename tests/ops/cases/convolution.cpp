@@ -153,6 +153,12 @@ OpCase nhwc_case(std::string name, ConvolutionAttrs a, Dims x, Dims w, bool bias
   return c;
 }
 
+// `a` with a Clip epilogue to [0, 0.5] (ReLU6 at the scale of the cases' values).
+ConvolutionAttrs clip_epilogue(ConvolutionAttrs a) {
+  a.fused = fused(ActivationKind::kClip, std::make_pair(0.f, 0.5f));
+  return a;
+}
+
 std::vector<OpCase> channels_last_cases() {
   std::vector<OpCase> c;
   c.push_back(nhwc_case("nhwc 3x3 pad 1 bias", conv({}, {1, 1, 1, 1}), {2, 6, 6, 16}, {16, 3, 3, 16}));
@@ -167,13 +173,17 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(nhwc_case("nhwc depthwise", conv({}, {1, 1, 1, 1}, {}, 8), {2, 6, 6, 8}, {8, 3, 3, 1}));
   // MobileNetV2's depthwise layers (cpu.depthwise_nhwc): stride 2 + Clip (ReLU6), a channel count off the vector
   // width, dilation with asymmetric pads, and a residual with ReLU.
-  ConvolutionAttrs dw_clip = conv({2, 2}, {1, 1, 1, 1}, {}, 20);
-  dw_clip.fused = fused(ActivationKind::kClip);
-  dw_clip.fused.alpha = 0.f;
-  dw_clip.fused.beta = 0.5f;
+  ConvolutionAttrs dw_clip = clip_epilogue(conv({2, 2}, {1, 1, 1, 1}, {}, 20));
   c.push_back(nhwc_case("nhwc depthwise stride 2 clip, 20 channels", dw_clip, {2, 9, 8, 20}, {20, 3, 3, 1}));
   c.push_back(nhwc_case("nhwc depthwise dilation 2, asymmetric pads, no bias", conv({}, {2, 0, 1, 2}, {2, 2}, 12),
                         {1, 7, 6, 12}, {12, 3, 3, 1}, false));
+  // A mobile network's stem (cpu.conv_nhwc_few_channels): 3 channels, 3x3 stride 2 + Clip; 2 channels into 12 (off
+  // the vector width) with a residual + ReLU.
+  c.push_back(nhwc_case("nhwc stem 3x3 stride 2 clip, 3 channels", clip_epilogue(conv({2, 2}, {1, 1, 1, 1})),
+                        {2, 9, 9, 3}, {16, 3, 3, 3}));
+  ConvolutionAttrs few_relu = conv({}, {1, 0, 1, 1});
+  few_relu.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc 2 channels into 12, residual + relu", few_relu, {1, 6, 7, 2}, {12, 3, 2, 2}, true, true));
   ConvolutionAttrs dw_relu = conv({}, {2, 2, 2, 2}, {}, 16);
   dw_relu.fused = fused(ActivationKind::kRelu);
   c.push_back(nhwc_case("nhwc depthwise 5x5 residual + relu", dw_relu, {2, 6, 5, 16}, {16, 5, 5, 1}, true, true));
