@@ -57,6 +57,25 @@ std::unique_ptr<Attrs> channels_last_attrs(const Node& n) {
   return nullptr;
 }
 
+// A convolution with fewer than 8 input channels per group, not depthwise (a stem): oneDNN runs those in NCHW.
+bool few_input_channels(const Node& n) {
+  const auto* c = attrs_if<ConvolutionAttrs>(&n, "Convolution");
+  if (!c || n.inputs.size() < 2 || !n.inputs[1] || n.inputs[1]->dims.rank() != 4) return false;
+  const int64_t per_group = n.inputs[1]->dims[1];
+  return per_group < 8 && !(c->group > 1 && per_group == 1);
+}
+
+// Whether every reader of `n`'s output is a convolution that goes channels-last too (8 or more input channels per
+// group, or depthwise), so that a stem's NHWC output saves a transpose rather than adding two.
+bool readers_run_channels_last(const Graph& g, const Node& n) {
+  const Value* y = n.outputs[0];
+  if (is_graph_output(g, y) || y->uses.empty()) return false;
+  for (const Use& u : y->uses)
+    if (u.node->op() != "Convolution" || u.input != 0 || !channels_last_attrs(*u.node) || few_input_channels(*u.node))
+      return false;
+  return true;
+}
+
 class Rewrite {
  public:
   explicit Rewrite(PassContext& ctx) : ctx_(ctx), g_(ctx.graph()) {}
@@ -184,6 +203,12 @@ Status layout_nhwc(PassContext& ctx) {
     if (batch >= 0 && batch < ctx.layout().min_batch) {
       ctx.refused(str_cat("'", name, "' (", op, ") channels-last: batch ", batch, " is below ", ctx.layout().min_batch,
                           ", where NCHW kernels are faster"));
+      continue;
+    }
+    if (ctx.layout().pooling_joins_only && few_input_channels(*n) && !readers_run_channels_last(g, *n)) {
+      ctx.refused(str_cat("'", name, "' (", op, ") channels-last: ", n->inputs[1]->dims[1], " input channels per ",
+                          "group, and not every reader of its output is a convolution that runs channels-last (the ",
+                          "transposes in and out would cost more than the layer gains)"));
       continue;
     }
     if (op == "Pooling" && ctx.layout().pooling_joins_only && !rewrite.has_nhwc(n->inputs[0])) {

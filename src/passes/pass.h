@@ -37,8 +37,10 @@ struct LayoutOptions {
   /// kernels lose at small batches: ResNet-50 FP16 on an H100 took 2.89 ms NHWC against 1.20 ms NCHW at batch 1,
   /// and 4.59 ms against 12.67 ms at batch 128.
   int64_t min_batch = 0;
-  /// Pooling goes channels-last only where its input already is (it joins an NHWC region, never starts one): a
-  /// pooling layer alone would cost a transpose in and out for nothing (the CPU builder sets it).
+  /// Pooling goes channels-last only where its input already is (it joins an NHWC region, never starts one), and a
+  /// convolution with fewer than 8 input channels per group (a stem: oneDNN runs those in NCHW) starts one only
+  /// when every reader of its output is a convolution that goes channels-last: either alone would cost a transpose
+  /// in and out for nothing (the CPU builder sets it).
   bool pooling_joins_only = false;
   /// matmul-weights-nk: a MatrixMultiply's constant [K, N] weights stored as [N, K] (the CPU builder sets it:
   /// oneDNN's AVX2 GEMM reads them so up to twice as fast).

@@ -231,9 +231,9 @@ TEST(Deconvolution, KnownValuesOnEveryImplementation) {
 TEST(Convolution, CpuKernelsRegisteredInPriorityOrder) {
   for (const char* op : {"Convolution", "Deconvolution"}) {
     auto cpu = KernelRegistry::global().find(op, Backend::kCpu);
-    ASSERT_EQ(cpu.size(), 2u) << op;
+    ASSERT_GE(cpu.size(), 2u) << op;  // oneDNN first; own loops (and the NHWC direct kernels) after it
     EXPECT_NE(cpu[0]->name.find("onednn"), std::string::npos);
-    EXPECT_GT(cpu[0]->priority, cpu[1]->priority);
+    for (size_t i = 1; i < cpu.size(); ++i) EXPECT_GT(cpu[0]->priority, cpu[i]->priority) << cpu[i]->name;
   }
   // oneDNN cannot take negative pads (output_shape beyond the full output): the own loops do.
   DeconvolutionAttrs a;
