@@ -204,38 +204,23 @@ void run_rows(const DirectConv& p, int64_t images, Row row) {
   parallel_for(images * p.oh, grain_for(p.ow * p.m * p.kh * p.kw * (p.m == p.c ? 1 : p.c)), row);
 }
 
-Status run_depthwise(KernelContext& ctx) {
+template <bool kDepthwise>
+Status run_direct(KernelContext& ctx) {
   if (ctx.dst[0].numel() == 0) return Status::ok();
   KILN_ASSIGN_OR_RETURN(DirectConv p, direct_conv(ctx));
-  // w [C, kH, kW, 1] -> [kH, kW, C]: a tap's weights lie next to each other, as the channels do in x.
-  std::vector<float> taps(static_cast<size_t>(p.kh * p.kw * p.c));
+  // w is [M, window] (window = kH * kW * C/group); as [window, M] what one tap multiplies lies next to each other:
+  // depthwise, that tap of every channel (as the channels lie in x); else the M weights one input value scales.
+  const int64_t filters = p.m, window = p.kh * p.kw * (kDepthwise ? 1 : p.c);
+  std::vector<float> taps(static_cast<size_t>(window * filters));
   const float* wd = ctx.src[1].data<float>();
-  for (int64_t ch = 0; ch < p.c; ++ch)
-    for (int64_t k = 0; k < p.kh * p.kw; ++k) taps[static_cast<size_t>(k * p.c + ch)] = wd[ch * p.kh * p.kw + k];
+  for (int64_t o = 0; o < filters; ++o)
+    for (int64_t k = 0; k < window; ++k) taps[static_cast<size_t>(k * filters + o)] = wd[o * window + k];
   p.taps = taps.data();
   const int64_t images = ctx.src[0].dims()[0];
   if (has_avx2_fma())
-    run_rows(p, images, [&](int64_t row) { depthwise_row_avx2(p, row); });
+    run_rows(p, images, [&](int64_t row) { kDepthwise ? depthwise_row_avx2(p, row) : few_channels_row_avx2(p, row); });
   else
-    run_rows(p, images, [&](int64_t row) { depthwise_row(p, row); });
-  return Status::ok();
-}
-
-Status run_few_channels(KernelContext& ctx) {
-  if (ctx.dst[0].numel() == 0) return Status::ok();
-  KILN_ASSIGN_OR_RETURN(DirectConv p, direct_conv(ctx));
-  // w [M, kH, kW, C] -> [kH, kW, C, M]: the M weights one input value scales lie next to each other.
-  const int64_t window = p.kh * p.kw * p.c;
-  std::vector<float> taps(static_cast<size_t>(window * p.m));
-  const float* wd = ctx.src[1].data<float>();
-  for (int64_t o = 0; o < p.m; ++o)
-    for (int64_t k = 0; k < window; ++k) taps[static_cast<size_t>(k * p.m + o)] = wd[o * window + k];
-  p.taps = taps.data();
-  const int64_t images = ctx.src[0].dims()[0];
-  if (has_avx2_fma())
-    run_rows(p, images, [&](int64_t row) { few_channels_row_avx2(p, row); });
-  else
-    run_rows(p, images, [&](int64_t row) { few_channels_row(p, row); });
+    run_rows(p, images, [&](int64_t row) { kDepthwise ? depthwise_row(p, row) : few_channels_row(p, row); });
   return Status::ok();
 }
 
@@ -245,7 +230,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .backend = Backend::kCpu,
     .priority = 8,
     .supports = depthwise_supports,
-    .create = stateless(run_depthwise),
+    .create = stateless(run_direct<true>),
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -254,7 +239,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .backend = Backend::kCpu,
     .priority = 8,
     .supports = few_channels_supports,
-    .create = stateless(run_few_channels),
+    .create = stateless(run_direct<false>),
 });
 
 }  // namespace
