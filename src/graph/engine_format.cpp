@@ -37,16 +37,19 @@ uint64_t align_up(uint64_t n) { return (n + kEngineAlignment - 1) / kEngineAlign
 // Moves a section's bytes into the engine: copied in slices, and the source's pages handed back to the system behind
 // each slice (the source is discarded afterwards), so a large weights section is never held twice whole.
 void move_section(std::string& src, char* dst) {
-  constexpr size_t kSlice = size_t{16} << 20;
-  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto base = reinterpret_cast<uintptr_t>(src.data());
-  uintptr_t released = (base + page - 1) / page * page;  // whole pages of the source only
-  for (size_t at = 0; at < src.size(); at += kSlice) {
-    const size_t n = std::min(kSlice, src.size() - at);
-    std::copy_n(src.data() + at, n, dst + at);
-    const uintptr_t end = (base + at + n) / page * page;
+  constexpr int64_t kSlice = int64_t{16} << 20;
+  const auto page = static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  char* const base = src.data();
+  const auto size = static_cast<int64_t>(src.size());
+  // Offsets in `src` where its pages start: k * page - misalign. Only whole pages of the source are handed back.
+  const auto misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(base) % static_cast<uintptr_t>(page));
+  int64_t released = misalign > 0 ? page - misalign : 0;
+  for (int64_t at = 0; at < size; at += kSlice) {
+    const int64_t n = std::min(kSlice, size - at);
+    std::copy_n(base + at, n, dst + at);
+    const int64_t end = (misalign + at + n) / page * page - misalign;  // the last page start within the copied part
     if (end > released) {
-      madvise(reinterpret_cast<void*>(released), end - released, MADV_DONTNEED);  // advice: a failure costs memory only
+      madvise(base + released, static_cast<size_t>(end - released), MADV_DONTNEED);  // advice: a failure costs memory
       released = end;
     }
   }

@@ -38,10 +38,10 @@ __attribute__((target("avx2,fma"))) void masked_softmax_row_avx2(float* p, int64
 
 void softmax_rows(float* p, int64_t rows, int64_t n, const ref::AttentionLayout& at, const float* mask, int64_t b,
                   int64_t r0) {
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool kAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   for (int64_t i = 0; i < rows; ++i) {
     const float* m = mask ? at.mask_row(mask, b, r0 + i) : nullptr;
-    if (avx2)
+    if (kAvx2)
       masked_softmax_row_avx2(p + i * n, n, m, at.mask_col_step());
     else
       masked_softmax_row(p + i * n, n, m, at.mask_col_step());

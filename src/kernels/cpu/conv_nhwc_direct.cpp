@@ -130,8 +130,8 @@ __attribute__((target("avx2,fma"))) void few_channels_row_avx2(const DirectConv&
 }
 
 bool has_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+  static const bool kYes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return kYes;
 }
 
 // What both kernels take: channels_last 2-D float32 with static weights and a ReLU or Clip epilogue.
