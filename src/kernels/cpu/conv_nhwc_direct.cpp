@@ -95,34 +95,28 @@ template <int W>
 }
 
 // Output row `row` (image row / oh, output row % oh): each pixel starts from bias + residual, gathers its taps (few
-// channels: its output channels in chunks of 32, 8, then 1), then the activation.
-template <bool kDepthwise>
-[[gnu::always_inline]] inline void direct_row(const DirectConv& p, int64_t row) {
-  const int64_t b = row / p.oh, oy = row % p.oh;
-  for (int64_t ox = 0; ox < p.ow; ++ox) {
-    float* out = start_pixel(p, row, ox);
-    if (kDepthwise) {
-      depthwise_pixel(p, b, oy, ox, out);
-    } else {
-      int64_t o = 0;
-      for (; o + 32 <= p.m; o += 32) few_channels_chunk<32>(p, b, oy, ox, out, o);
-      for (; o + 8 <= p.m; o += 8) few_channels_chunk<8>(p, b, oy, ox, out, o);
-      for (; o < p.m; ++o) few_channels_chunk<1>(p, b, oy, ox, out, o);
-    }
-    activate(out, p.m, p.fused);
-  }
-}
-
-// The row functions are inlined into these (always_inline): compiled once for AVX2 and FMA, once for the baseline.
+// channels: its output channels in chunks of 32, 8, then 1), then the activation. Always inlined into the AVX2 and
+// the baseline versions below, so each is compiled for its instruction set.
 [[gnu::always_inline]] inline void depthwise_row(const DirectConv& p, int64_t row) {
   const int64_t b = row / p.oh, oy = row % p.oh;
   for (int64_t ox = 0; ox < p.ow; ++ox) {
     float* out = start_pixel(p, row, ox);
     depthwise_pixel(p, b, oy, ox, out);
-    activate(out, p.c, p.fused);
+    activate(out, p.m, p.fused);
   }
 }
-[[gnu::always_inline]] inline void few_channels_row(const DirectConv& p, int64_t row) { direct_row<false>(p, row); }
+
+[[gnu::always_inline]] inline void few_channels_row(const DirectConv& p, int64_t row) {
+  const int64_t b = row / p.oh, oy = row % p.oh;
+  for (int64_t ox = 0; ox < p.ow; ++ox) {
+    float* out = start_pixel(p, row, ox);
+    int64_t o = 0;
+    for (; o + 32 <= p.m; o += 32) few_channels_chunk<32>(p, b, oy, ox, out, o);
+    for (; o + 8 <= p.m; o += 8) few_channels_chunk<8>(p, b, oy, ox, out, o);
+    for (; o < p.m; ++o) few_channels_chunk<1>(p, b, oy, ox, out, o);
+    activate(out, p.m, p.fused);
+  }
+}
 
 __attribute__((target("avx2,fma"))) void depthwise_row_avx2(const DirectConv& p, int64_t row) { depthwise_row(p, row); }
 __attribute__((target("avx2,fma"))) void few_channels_row_avx2(const DirectConv& p, int64_t row) {
@@ -199,11 +193,6 @@ Result<DirectConv> direct_conv(KernelContext& ctx) {
   return p;
 }
 
-template <class Row>
-void run_rows(const DirectConv& p, int64_t images, Row row) {
-  parallel_for(images * p.oh, grain_for(p.ow * p.m * p.kh * p.kw * (p.m == p.c ? 1 : p.c)), row);
-}
-
 template <bool kDepthwise>
 Status run_direct(KernelContext& ctx) {
   if (ctx.dst[0].numel() == 0) return Status::ok();
@@ -216,11 +205,11 @@ Status run_direct(KernelContext& ctx) {
   for (int64_t o = 0; o < filters; ++o)
     for (int64_t k = 0; k < window; ++k) taps[static_cast<size_t>(k * filters + o)] = wd[o * window + k];
   p.taps = taps.data();
-  const int64_t images = ctx.src[0].dims()[0];
+  const int64_t rows = ctx.src[0].dims()[0] * p.oh, grain = grain_for(p.ow * filters * window);
   if (has_avx2_fma())
-    run_rows(p, images, [&](int64_t row) { kDepthwise ? depthwise_row_avx2(p, row) : few_channels_row_avx2(p, row); });
+    parallel_for(rows, grain, [&](int64_t r) { kDepthwise ? depthwise_row_avx2(p, r) : few_channels_row_avx2(p, r); });
   else
-    run_rows(p, images, [&](int64_t row) { kDepthwise ? depthwise_row(p, row) : few_channels_row(p, row); });
+    parallel_for(rows, grain, [&](int64_t r) { kDepthwise ? depthwise_row(p, r) : few_channels_row(p, r); });
   return Status::ok();
 }
 
