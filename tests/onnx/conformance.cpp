@@ -397,7 +397,9 @@ int main(int argc, char** argv) {
          << " |\n";
     }
     md << "\n" << line << "\n\n";
-    if (g_backend == Backend::kCuda) {
+    if (g_backend == Backend::kCuda && host_tests == 0) {
+      md << "Every node of the passing tests ran on the GPU (none fell back to the host).\n\n";
+    } else if (g_backend == Backend::kCuda) {
       md << "Of the passing tests, " << host_tests << " ran " << host_nodes
          << " nodes on the host (no CUDA kernel takes them):";
       for (const TestResult& r : results)

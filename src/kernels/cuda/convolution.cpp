@@ -227,7 +227,8 @@ bool fusable(const Epilogue& e, DataType dtype, cudnnConvolutionFwdAlgo_t algo) 
 }
 
 // cuDNN takes one pad per axis: the begin pad, with the end pad at most that much smaller than it (output_padding
-// or output_shape adding up to stride - 1 positions at the end), never negative.
+// or output_shape adding up to stride - 1 positions at the end), never negative. An end pad larger than the begin
+// pad (ONNX ConvTranspose's SAME_UPPER, say) is first made equal to it by even_end_pads.
 Status check_deconv_window(const ConvWindow& w) {
   for (int i = 0; i < w.rank(); ++i) {
     const int64_t extra = w.pads_begin[i] - w.pads_end[i];
@@ -238,6 +239,19 @@ Status check_deconv_window(const ConvWindow& w) {
           i, " has ", w.pads_begin[i], " and ", w.pads_end[i]);
   }
   return Status::ok();
+}
+
+// A deconvolution whose end pad exceeds its begin pad on some axis runs as the one with the end pad equal to the begin
+// pad, into an output that many positions longer there, whose leading part is the output asked for. Lowers such end
+// pads in `w` and returns the longer output's dims (`y` itself when none is lowered).
+Dims even_end_pads(ConvWindow& w, const Dims& y) {
+  Dims full = y;
+  for (int i = 0; i < w.rank(); ++i) {
+    if (w.pads_end[i] <= w.pads_begin[i] || w.pads_begin[i] < 0) continue;
+    if (full.rank() == w.rank() + 2) full[2 + i] += w.pads_end[i] - w.pads_begin[i];
+    w.pads_end[i] = w.pads_begin[i];
+  }
+  return full;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -276,11 +290,15 @@ struct Problem {
 
   // A Deconvolution x -> y as the convolution y (*) w -> x whose data gradient it is: xd describes the Deconvolution's
   // output y, yd its input x.
-  Status set_deconvolution(const DeconvolutionAttrs& a, DataType dt, const Dims& x, const Dims& w, const Dims& y) {
+  // `full` (when not null) receives the dims cuDNN writes: y's, longer where even_end_pads lowered an end pad.
+  Status set_deconvolution(const DeconvolutionAttrs& a, DataType dt, const Dims& x, const Dims& w, const Dims& y,
+                           Dims* full = nullptr) {
     KILN_ASSIGN_OR_RETURN(ConvWindow win, deconvolution_window(a, x, w));
+    const Dims written = even_end_pads(win, y);
     KILN_RETURN_IF_ERROR(check_deconv_window(win));
-    KILN_RETURN_IF_ERROR(check_counts("deconvolutions", x, w, y));
-    return set_nchw(dt, y, w, x, win, a.group);
+    KILN_RETURN_IF_ERROR(check_counts("deconvolutions", x, w, written));
+    if (full) *full = written;
+    return set_nchw(dt, written, w, x, win, a.group);
   }
 
  private:
@@ -775,7 +793,7 @@ class CudnnDeconvolution final : public Kernel {
     return str_cat("cuDNN backward data ", DeconvTactic{algo_, math_class(math_), tactic_.tf32}.to_string(),
                    tactic_.algo ? "" : " (the heuristic's first)", ", workspace ", workspace_bytes_, " bytes");
   }
-  size_t workspace_bytes() const override { return workspace_bytes_; }
+  size_t workspace_bytes() const override { return workspace_bytes_ + full_bytes_; }
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.src[0];
@@ -790,8 +808,16 @@ class CudnnDeconvolution final : public Kernel {
                           workspace_.get(ctx.allocator, workspace_bytes_, "cuDNN deconvolution workspace", stream));
     if (x.numel() == 0) {  // nothing scatters: the output is the bias alone
       KILN_RETURN_IF_ERROR(cuda::check(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream), "cudaMemsetAsync"));
-    } else {
+    } else if (full_bytes_ == 0) {
       KILN_RETURN_IF_ERROR(BwdDataOp::run(h, p_, algo_, workspace, workspace_bytes_, y.raw(), w.raw(), x.raw()));
+    } else {  // written longer (even_end_pads), then its leading part copied to y
+      KILN_ASSIGN_OR_RETURN(void* full,
+                            full_.get(ctx.allocator, full_bytes_, "deconvolution output before its end pads", stream));
+      KILN_RETURN_IF_ERROR(BwdDataOp::run(h, p_, algo_, workspace, workspace_bytes_, full, w.raw(), x.raw()));
+      std::vector<int64_t> begin(y.rank() - 2, 0), end(y.rank() - 2, 0);
+      for (int i = 2; i < y.rank(); ++i) end[i - 2] = full_dims_[i] - y.dims()[i];
+      KILN_RETURN_IF_ERROR(
+          cuda::conv_pad_copy(false, full, y.raw(), dtype_size(y.dtype()), y.dims(), begin, end, stream));
     }
     const bool bias = ctx.src.size() > 2 && ctx.src[2].defined();
     if (!bias) return Status::ok();
@@ -804,11 +830,13 @@ class CudnnDeconvolution final : public Kernel {
   Status prepare(const DeconvolutionAttrs& a, const Tensor& x, const Tensor& w, const Tensor& y, cudnnHandle_t h) {
     ready_ = false;
     const DataType dt = x.dtype();
+    full_bytes_ = 0;
     if (x.numel() == 0) {  // cuDNN rejects empty tensors; run writes the bias alone
       algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
       workspace_bytes_ = 0;
     } else {
-      KILN_RETURN_IF_ERROR(p_.set_deconvolution(a, dt, x.dims(), w.dims(), y.dims()));
+      KILN_RETURN_IF_ERROR(p_.set_deconvolution(a, dt, x.dims(), w.dims(), y.dims(), &full_dims_));
+      full_bytes_ = full_dims_ == y.dims() ? 0 : static_cast<size_t>(full_dims_.numel()) * dtype_size(dt);
       KILN_ASSIGN_OR_RETURN(auto chosen, choose<BwdDataOp>(h, p_, dt, tactic_));
       if (!chosen)
         return unsupported("cuDNN does not offer the deconvolution algorithm '",
@@ -833,6 +861,9 @@ class CudnnDeconvolution final : public Kernel {
   cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
   size_t workspace_bytes_ = 0;
   cuda::DeviceScratch workspace_;
+  Dims full_dims_;         // the output cuDNN writes (even_end_pads)
+  size_t full_bytes_ = 0;  // its size when it is longer than y, else 0
+  cuda::DeviceScratch full_;
 };
 
 Status deconv_supports(const OpCall& call) {
@@ -847,6 +878,7 @@ Status deconv_supports(const OpCall& call) {
   if (!call.inputs[0].dims.is_static() || !call.inputs[1].dims.is_static()) return Status::ok();
   KILN_ASSIGN_OR_RETURN(ConvWindow win, deconvolution_window(call.attrs_as<DeconvolutionAttrs>(), call.inputs[0].dims,
                                                              call.inputs[1].dims));
+  even_end_pads(win, call.outputs[0].dims);
   KILN_RETURN_IF_ERROR(check_deconv_window(win));
   for (const TensorDesc& d : {call.inputs[0], call.inputs[1], call.outputs[0]})
     if (d.dims.is_static() && d.dims.numel() > kMaxCudnnCount)

@@ -230,6 +230,8 @@ std::vector<OpCase> deconvolution_cases() {
       deconv_case("same_lower stride 2", deconv({2, 2}, {}, {}, 1, AutoPad::kSameLower), {1, 2, 4, 5}, {2, 2, 3, 4}));
   c.push_back(deconv_case("valid", deconv({2, 1}, {}, {}, 1, AutoPad::kValid), {1, 2, 3, 4}, {2, 2, 3, 3}));
   c.push_back(deconv_case("asymmetric pads", deconv({2, 2}, {0, 1, 2, 0}), {1, 2, 4, 4}, {2, 3, 3, 3}));
+  // More padding at the end than at the beginning (CUDA: written longer, then cropped).
+  c.push_back(deconv_case("1-D end pad above begin pad", deconv({2}, {0, 2}), {2, 3, 5}, {3, 2, 3}));
   c.push_back(deconv_case("dilation 2", deconv({1, 2}, {}, {2, 2}), {1, 2, 5, 5}, {2, 2, 3, 3}));
   c.push_back(deconv_case("group 2", deconv({2, 2}, {1, 1, 1, 1}, {}, 2), {1, 4, 5, 5}, {4, 3, 3, 3}));
   c.push_back(deconv_case("depthwise", deconv({2, 2}, {}, {}, 3), {1, 3, 5, 5}, {3, 1, 3, 3}));
