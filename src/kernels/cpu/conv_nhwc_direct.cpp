@@ -51,23 +51,33 @@ struct DirectConv {
   return out;
 }
 
-// One pixel of a depthwise convolution: each tap is one multiply-add over all the channels (streaming through
-// them measured faster than holding 32-channel chunks in registers across the taps).
-// (The sizes are copied into locals: `out` is not __restrict, and stores through it would otherwise make the
-// compiler reload them from `p` on every iteration instead of vectorising.)
-[[gnu::always_inline]] inline void depthwise_pixel(const DirectConv& p, int64_t b, int64_t oy, int64_t ox, float* out) {
-  const int64_t c = p.c;
+// Calls visit(in, t) for each tap of output pixel (oy, ox) of image b that lies inside x: `in` points at that input
+// pixel's channels, t is the window position (ky * kw + kx).
+template <class Visit>
+[[gnu::always_inline]] inline void for_each_tap(const DirectConv& p, int64_t b, int64_t oy, int64_t ox, Visit&& visit) {
   for (int64_t ky = 0; ky < p.kh; ++ky) {
     const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
     if (iy < 0 || iy >= p.h) continue;
     for (int64_t kx = 0; kx < p.kw; ++kx) {
       const int64_t ix = ox * p.sw - p.pw + kx * p.dw;
       if (ix < 0 || ix >= p.w) continue;
-      const float* __restrict in = p.x + ((b * p.h + iy) * p.w + ix) * c;
-      const float* __restrict tap = p.taps + (ky * p.kw + kx) * c;
-      for (int64_t ch = 0; ch < c; ++ch) out[ch] += in[ch] * tap[ch];
+      visit(p.x + ((b * p.h + iy) * p.w + ix) * p.c, ky * p.kw + kx);
     }
   }
+}
+
+// One pixel of a depthwise convolution: each tap is one multiply-add over all the channels (streaming through
+// them measured faster than holding 32-channel chunks in registers across the taps).
+// (The sizes are copied into locals: `out` is not __restrict, and stores through it would otherwise make the
+// compiler reload them from `p` on every iteration instead of vectorising.)
+[[gnu::always_inline]] inline void depthwise_pixel(const DirectConv& p, int64_t b, int64_t oy, int64_t ox, float* out) {
+  const int64_t c = p.c;
+  const float* taps = p.taps;
+  for_each_tap(
+      p, b, oy, ox, [=](const float* __restrict in, int64_t t) __attribute__((always_inline)) {
+        const float* __restrict tap = taps + t * c;
+        for (int64_t ch = 0; ch < c; ++ch) out[ch] += in[ch] * tap[ch];
+      });
 }
 
 // Output channels [o, o + W) of one pixel with few input channels: W is a compile-time width, so the sums stay in
@@ -77,20 +87,14 @@ template <int W>
                                                       float* out, int64_t o) {
   float acc[W];
   for (int j = 0; j < W; ++j) acc[j] = out[o + j];
-  for (int64_t ky = 0; ky < p.kh; ++ky) {
-    const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
-    if (iy < 0 || iy >= p.h) continue;
-    for (int64_t kx = 0; kx < p.kw; ++kx) {
-      const int64_t ix = ox * p.sw - p.pw + kx * p.dw;
-      if (ix < 0 || ix >= p.w) continue;
-      const float* in = p.x + ((b * p.h + iy) * p.w + ix) * p.c;
-      for (int64_t ci = 0; ci < p.c; ++ci) {
-        const float v = in[ci];
-        const float* tap = p.taps + ((ky * p.kw + kx) * p.c + ci) * p.m + o;
-        for (int j = 0; j < W; ++j) acc[j] += v * tap[j];
-      }
-    }
-  }
+  for_each_tap(
+      p, b, oy, ox, [&](const float* in, int64_t t) __attribute__((always_inline)) {
+        for (int64_t ci = 0; ci < p.c; ++ci) {
+          const float v = in[ci];
+          const float* tap = p.taps + (t * p.c + ci) * p.m + o;
+          for (int j = 0; j < W; ++j) acc[j] += v * tap[j];
+        }
+      });
   for (int j = 0; j < W; ++j) out[o + j] = acc[j];
 }
 
