@@ -169,6 +169,12 @@ std::vector<OpCase> channels_last_cases() {
   ConvolutionAttrs sigmoid = conv({}, {1, 1, 1, 1});
   sigmoid.fused = fused(ActivationKind::kSigmoid);
   c.push_back(nhwc_case("nhwc residual + sigmoid", sigmoid, {1, 5, 6, 8}, {8, 3, 3, 8}, true, true));
+  // 3x3 stride 1 with channels in multiples of 8 / 16 (cpu.winograd_nhwc too): odd output sizes (tiles cut at the
+  // edge), no padding, asymmetric pads, Clip after a residual.
+  ConvolutionAttrs wino_clip = clip_epilogue(conv({}, {1, 1, 1, 1}));
+  c.push_back(nhwc_case("nhwc 3x3 odd size, residual + clip", wino_clip, {2, 7, 5, 24}, {32, 3, 3, 24}, true, true));
+  c.push_back(nhwc_case("nhwc 3x3 no pad", conv({}, {0, 0, 0, 0}), {1, 8, 9, 16}, {16, 3, 3, 16}));
+  c.push_back(nhwc_case("nhwc 3x3 asymmetric pads", conv({}, {0, 1, 2, 0}), {1, 6, 7, 8}, {16, 3, 3, 8}, false));
   c.push_back(nhwc_case("nhwc group 2", conv({}, {1, 1, 1, 1}, {}, 2), {1, 6, 6, 16}, {16, 3, 3, 8}));
   c.push_back(nhwc_case("nhwc depthwise", conv({}, {1, 1, 1, 1}, {}, 8), {2, 6, 6, 8}, {8, 3, 3, 1}));
   // MobileNetV2's depthwise layers (cpu.depthwise_nhwc): stride 2 + Clip (ReLU6), a channel count off the vector
