@@ -16,6 +16,7 @@
 
 #include "core/parallel.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/panel_gemm.h"
 #include "kernels/cpu/threads.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
@@ -23,9 +24,9 @@
 namespace kiln {
 namespace {
 
-constexpr int kPoints = 16;  // the 4x4 transformed tile
-constexpr int kRows = 6;     // tiles per step of the matrix products
-constexpr int kCols = 16;    // output channels per step (two AVX2 vectors)
+constexpr int kPoints = 16;             // the 4x4 transformed tile
+constexpr int kRows = cpu::kPanelRows;  // tiles per step of the matrix products
+constexpr int kCols = cpu::kPanelCols;  // output channels per step (two AVX2 vectors)
 // The blocked path: where all of U (16 C M floats) fits in this much (it is read again for every block of tiles),
 // blocks of as many tiles as keep their V and M rows within kBlockFloats floats (of a core's L2).
 constexpr size_t kBlockedWeightBytes = size_t{1} << 20;
@@ -93,34 +94,16 @@ __attribute__((target("avx2,fma"))) void input_tile(const Problem& p, const floa
   }
 }
 
-// M[xi][:, m0, m0 + 16) = V[xi] (rows x C) U[xi][:, m0, m0 + 16) (rows a multiple of six): six rows at a time,
-// their twelve sums in named registers (an array of them was kept on the stack), each U row loaded once for the six.
+// M[xi][:, m0, m0 + 16) = V[xi] (rows x C) U[xi][:, m0, m0 + 16) (rows a multiple of six).
 __attribute__((target("avx2,fma"))) void multiply_panel(int64_t c, int64_t m, int64_t rows, const float* v,
                                                         const float* u, float* mo, int64_t xi, int64_t m0) {
   const float* vx = v + xi * rows * c;
   const float* ux = u + xi * c * m + m0 * c;  // the panel of columns [m0, m0 + 16): C rows of 16
   float* mx = mo + xi * rows * m + m0;
   for (int64_t r = 0; r < rows; r += kRows) {
-    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
-    __m256 a30 = a00, a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00;
-    const float* v0 = vx + r * c;
-    for (int64_t ci = 0; ci < c; ++ci) {
-      const __m256 u0 = _mm256_loadu_ps(ux + ci * kCols), u1 = _mm256_loadu_ps(ux + ci * kCols + 8);
-      __m256 b = _mm256_broadcast_ss(v0 + ci);
-      a00 = _mm256_fmadd_ps(b, u0, a00), a01 = _mm256_fmadd_ps(b, u1, a01);
-      b = _mm256_broadcast_ss(v0 + c + ci);
-      a10 = _mm256_fmadd_ps(b, u0, a10), a11 = _mm256_fmadd_ps(b, u1, a11);
-      b = _mm256_broadcast_ss(v0 + 2 * c + ci);
-      a20 = _mm256_fmadd_ps(b, u0, a20), a21 = _mm256_fmadd_ps(b, u1, a21);
-      b = _mm256_broadcast_ss(v0 + 3 * c + ci);
-      a30 = _mm256_fmadd_ps(b, u0, a30), a31 = _mm256_fmadd_ps(b, u1, a31);
-      b = _mm256_broadcast_ss(v0 + 4 * c + ci);
-      a40 = _mm256_fmadd_ps(b, u0, a40), a41 = _mm256_fmadd_ps(b, u1, a41);
-      b = _mm256_broadcast_ss(v0 + 5 * c + ci);
-      a50 = _mm256_fmadd_ps(b, u0, a50), a51 = _mm256_fmadd_ps(b, u1, a51);
-    }
+    __m256 sums[kRows][2];
+    cpu::panel_product(vx + r * c, c, ux, c, sums);
     float* out = mx + r * m;
-    const __m256 sums[kRows][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}, {a40, a41}, {a50, a51}};
     for (int i = 0; i < kRows; ++i) {
       _mm256_storeu_ps(out + i * m, sums[i][0]);
       _mm256_storeu_ps(out + i * m + 8, sums[i][1]);

@@ -175,6 +175,12 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(nhwc_case("nhwc 3x3 odd size, residual + clip", wino_clip, {2, 7, 5, 24}, {32, 3, 3, 24}, true, true));
   c.push_back(nhwc_case("nhwc 3x3 no pad", conv({}, {0, 0, 0, 0}), {1, 8, 9, 16}, {16, 3, 3, 16}));
   c.push_back(nhwc_case("nhwc 3x3 asymmetric pads", conv({}, {0, 1, 2, 0}), {1, 6, 7, 8}, {16, 3, 3, 8}, false));
+  // 1x1 stride 1: 70 rows, residual + ReLU; Clip, no bias.
+  ConvolutionAttrs pw_relu = conv({}, {0, 0, 0, 0});
+  pw_relu.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc 1x1 residual + relu", pw_relu, {2, 5, 7, 24}, {32, 1, 1, 24}, true, true));
+  c.push_back(
+      nhwc_case("nhwc 1x1 clip, no bias", clip_epilogue(conv({}, {0, 0, 0, 0})), {1, 4, 4, 8}, {16, 1, 1, 8}, false));
   c.push_back(nhwc_case("nhwc group 2", conv({}, {1, 1, 1, 1}, {}, 2), {1, 6, 6, 16}, {16, 3, 3, 8}));
   c.push_back(nhwc_case("nhwc depthwise", conv({}, {1, 1, 1, 1}, {}, 8), {2, 6, 6, 8}, {8, 3, 3, 1}));
   // MobileNetV2's depthwise layers (cpu.depthwise_nhwc): stride 2 + Clip (ReLU6), a channel count off the vector
