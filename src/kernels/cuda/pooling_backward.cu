@@ -12,20 +12,14 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/pooling_dims.cuh"
 #include "ops/pooling/pooling.h"
 
 namespace kiln {
 namespace {
 
 constexpr int kMaxSpatial = PoolingGeometry::kMaxSpatial;
-
-// The spatial geometry as the kernel reads it.
-struct Geometry {
-  int r = 0;
-  int64_t in[kMaxSpatial] = {}, out[kMaxSpatial] = {}, kernel[kMaxSpatial] = {}, stride[kMaxSpatial] = {};
-  int64_t dilation[kMaxSpatial] = {}, pad_begin[kMaxSpatial] = {}, pad_end[kMaxSpatial] = {};
-  int64_t in_plane = 1, out_plane = 1;
-};
+using Geometry = cuda::PoolingDims;
 
 // Steps `idx` to the next index of the box [lo, hi] in row-major order; false after the last.
 __device__ inline bool next_in_box(int r, int64_t* idx, const int64_t* lo, const int64_t* hi) {
@@ -192,13 +186,7 @@ __global__ void max_pool2d_scatter_free(Max2d g, const T* dy, const int32_t* pic
   }
 }
 
-Status check_geometry(const PoolingGeometry& pg) {
-  if (pg.spatial < 1) return unsupported("cuda.pooling_backward needs at least one spatial dim");
-  for (int d = 0; d < pg.spatial; ++d)
-    if (pg.pad_begin[d] < 0 || pg.pad_end[d] < 0 || pg.stride[d] < 1 || pg.dilation[d] < 1 || pg.kernel[d] < 1)
-      return unsupported("cuda.pooling_backward takes no negative pads and positive kernel, stride and dilation");
-  return Status::ok();
-}
+Status check_geometry(const PoolingGeometry& pg) { return cuda::check_pooling_dims(pg, "cuda.pooling_backward"); }
 
 template <class T>
 Status launch(KernelContext& ctx, cuda::DeviceScratch& scratch, size_t& bytes) {
@@ -209,19 +197,7 @@ Status launch(KernelContext& ctx, cuda::DeviceScratch& scratch, size_t& bytes) {
   if (n == 0) return Status::ok();
   KILN_ASSIGN_OR_RETURN(PoolingGeometry pg, pooling_geometry(a, x.dims()));
   KILN_RETURN_IF_ERROR(check_geometry(pg));
-  Geometry g;
-  g.r = pg.spatial;
-  for (int d = 0; d < g.r; ++d) {
-    g.in[d] = pg.in[d];
-    g.out[d] = pg.out[d];
-    g.kernel[d] = pg.kernel[d];
-    g.stride[d] = pg.stride[d];
-    g.dilation[d] = pg.dilation[d];
-    g.pad_begin[d] = pg.pad_begin[d];
-    g.pad_end[d] = pg.pad_end[d];
-    g.in_plane *= pg.in[d];
-    g.out_plane *= pg.out[d];
-  }
+  const Geometry g = cuda::pooling_dims(pg);
   if (ctx.src[0].numel() != pg.batch * pg.channels * g.out_plane)
     return invalid_argument("PoolingBackward dy ", ctx.src[0].dims().to_string(),
                             " does not have the pooling output's size for x ", x.dims().to_string());

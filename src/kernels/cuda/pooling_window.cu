@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/pooling_dims.cuh"
 #include "ops/pooling/pooling.h"
 
 namespace kiln {
@@ -16,12 +17,9 @@ namespace {
 constexpr int kMaxSpatial = PoolingGeometry::kMaxSpatial;
 
 // The problem as the kernel reads it. Input element `at` (row-major over the spatial dims) of plane (n, c) lies at
-// n * batch_stride + c * channel_stride + at * element_stride; outputs likewise with the output plane.
-struct Window {
-  int r = 0;
-  int64_t in[kMaxSpatial] = {}, out[kMaxSpatial] = {}, kernel[kMaxSpatial] = {}, stride[kMaxSpatial] = {};
-  int64_t dilation[kMaxSpatial] = {}, pad_begin[kMaxSpatial] = {}, pad_end[kMaxSpatial] = {};
-  int64_t channels = 1, in_plane = 1, out_plane = 1;
+// n * C * in_plane + c * in_plane + at (NCHW) or (n * in_plane + at) * C + c (NHWC); outputs likewise.
+struct Window : cuda::PoolingDims {
+  int64_t channels = 1;
   bool channels_last = false;
   PoolingMode mode = PoolingMode::kMax;
   bool count_include_pad = false;
@@ -112,13 +110,10 @@ __global__ void pooling_window_kernel(Window w, const T* x, T* y, int64_t* indic
 }
 
 Status check_window(const PoolingAttrs& a, const PoolingGeometry& g) {
-  if (g.spatial < 1) return unsupported("cuda.pooling needs at least one spatial dim");
+  KILN_RETURN_IF_ERROR(cuda::check_pooling_dims(g, "cuda.pooling"));
   if (a.channels_last && (g.spatial != 2 || a.return_indices))
     return unsupported("cuda.pooling takes channels_last 2-D windows without indices");
   if (a.return_indices && a.mode != PoolingMode::kMax) return unsupported("only max pooling returns indices");
-  for (int d = 0; d < g.spatial; ++d)
-    if (g.pad_begin[d] < 0 || g.pad_end[d] < 0 || g.stride[d] < 1 || g.dilation[d] < 1 || g.kernel[d] < 1)
-      return unsupported("cuda.pooling takes no negative pads and positive kernel, stride and dilation");
   return Status::ok();
 }
 
@@ -132,18 +127,7 @@ Status launch(KernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(PoolingGeometry g, pooling_geometry(a, x.dims()));
   KILN_RETURN_IF_ERROR(check_window(a, g));
   Window w;
-  w.r = g.spatial;
-  for (int d = 0; d < w.r; ++d) {
-    w.in[d] = g.in[d];
-    w.out[d] = g.out[d];
-    w.kernel[d] = g.kernel[d];
-    w.stride[d] = g.stride[d];
-    w.dilation[d] = g.dilation[d];
-    w.pad_begin[d] = g.pad_begin[d];
-    w.pad_end[d] = g.pad_end[d];
-    w.in_plane *= g.in[d];
-    w.out_plane *= g.out[d];
-  }
+  static_cast<cuda::PoolingDims&>(w) = cuda::pooling_dims(g);
   w.channels = g.channels;
   w.channels_last = a.channels_last;
   w.mode = a.mode;
