@@ -1,13 +1,13 @@
-// cpu.winograd_nhwc: 3x3 stride-1 convolutions on channels_last (NHWC) float32 by Winograd's F(2x2, 3x3), which
-// makes each 2x2 block of outputs from a 4x4 block of inputs with 16 multiplications per (input, output) channel
-// pair where a direct convolution needs 36: the input tiles and the weights go to the transformed domain
-// (V = B^T d B, U = G g G^T), there 16 matrix products M[xi] = V[xi] U[xi] over the channels, then back
-// (Y = A^T M A) with the optimizer's epilogue (bias, residual, ReLU or Clip). oneDNN 2.6 has Winograd kernels for
-// AVX-512 only; on AVX2 its direct 3x3 kernels ran ResNet-50's layers at 100-140 GFLOP/s on 2 cores. Competes with
-// them in tactic timing: on ResNet-50 batch 8 (2 AVX2 cores) it takes all 13 stride-1 3x3 layers at 8-12 ms each
-// against oneDNN's 12-21 ms, and the model went from 530-590 to 460-485 ms in alternating runs. U is made once,
-// when the kernel is created from an engine constant. Rounding: the transforms add and halve, so errors stay a few
-// float32 ulps of the sums.
+// cpu.winograd_nhwc: 3x3 stride-1 convolutions on channels_last (NHWC) float32 by Winograd's F(2x2, 3x3), which makes
+// each 2x2 block of outputs from a 4x4 block of inputs with 16 multiplications per (input, output) channel pair where a
+// direct convolution needs 36: the input tiles and the weights go to the transformed domain (V = B^T d B, U = G g G^T),
+// there 16 matrix products M[xi] = V[xi] U[xi] over the channels, then back (Y = A^T M A) with the optimizer's epilogue
+// (bias, residual, ReLU or Clip). oneDNN 2.6 has Winograd kernels for AVX-512 only; on AVX2 its direct 3x3 kernels ran
+// ResNet-50's layers at 100-140 GFLOP/s on 2 cores. Competes with them in tactic timing: on ResNet-50 batch 8 (2 AVX2
+// cores) it takes all 13 stride-1 3x3 layers at 8-12 ms each against oneDNN's 12-21 ms, and the model went from 530-590
+// to 460-485 ms in alternating runs. U is made once, when the kernel is created from an engine constant (on every run
+// from weights given at run time). Rounding: the transforms add and halve, so errors stay a few float32 ulps of the
+// sums.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -155,14 +155,15 @@ bool has_avx2_fma() {
 
 class WinogradConv final : public Kernel {
  public:
-  explicit WinogradConv(const Tensor* weights) {
+  // `weights`: the engine constant, transformed once here; null when the weights are a run-time input.
+  explicit WinogradConv(const Tensor* weights) : constant_(weights != nullptr) {
     if (weights) set_weights(*weights);
   }
 
   Status run(KernelContext& ctx) override {
     if (ctx.dst[0].numel() == 0) return Status::ok();
     const Tensor& wt = ctx.src[1];
-    if (wt.data<float>() != weights_) set_weights(wt);  // weights that are no engine constant: each run
+    if (!constant_) set_weights(wt);  // weights that are no engine constant may change between runs
     const auto& a = ctx.attrs<ConvolutionAttrs>();
     const Dims& x = ctx.src[0].dims();
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, wt.dims()));
@@ -214,13 +215,10 @@ class WinogradConv final : public Kernel {
   size_t workspace_bytes() const override { return workspace_; }
 
  private:
-  void set_weights(const Tensor& w) {
-    weights_ = w.data<float>();
-    u_ = transform_weights(weights_, w.dims()[0], w.dims()[3]);
-  }
+  void set_weights(const Tensor& w) { u_ = transform_weights(w.data<float>(), w.dims()[0], w.dims()[3]); }
 
-  const float* weights_ = nullptr;  // what u_ was made from
-  std::vector<float> u_;            // [16][M / 16][C][16]
+  bool constant_ = false;
+  std::vector<float> u_;  // [16][M / 16][C][16]
   size_t workspace_ = 0;
 };
 
