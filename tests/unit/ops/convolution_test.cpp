@@ -333,6 +333,42 @@ TEST(Convolution, EpilogueOnEveryOnednnTacticMatchesTheReference) {
   }
 }
 
+// cpu.winograd_nhwc with weights given at run time: a second run with new weights in the same buffer follows them
+// (the transformed weights are not kept from the first), and y may be the residual's own memory.
+TEST(Convolution, WinogradFollowsRunTimeWeightsAndAnInPlaceResidual) {
+  const KernelImpl* impl = nullptr;
+  for (const KernelImpl* k : KernelRegistry::global().find("Convolution", Backend::kCpu))
+    if (k->name == "cpu.winograd_nhwc") impl = k;
+  ASSERT_NE(impl, nullptr);
+  ConvolutionAttrs a;
+  a.channels_last = true;
+  a.pads = {1, 1, 1, 1};
+  a.fused = FusedActivation::from(activation_defaults(ActivationKind::kRelu));
+  const Dims xd{2, 7, 5, 16}, wd{32, 3, 3, 16}, yd{2, 7, 5, 32};
+  auto fill = [](Tensor& t, int seed) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 37 + seed) % 23) / 23.f - 0.5f;
+  };
+  Tensor x = *Tensor::empty(DataType::kFloat32, xd), w = *Tensor::empty(DataType::kFloat32, wd);
+  Tensor b = *Tensor::empty(DataType::kFloat32, {32}), r = *Tensor::empty(DataType::kFloat32, yd);
+  fill(x, 1), fill(b, 3), fill(r, 4);
+  const OpSchema* s = OpRegistry::global().find("Convolution");
+  const OpCall call{s, &a, {f32(xd), f32(wd), f32({32}), f32(yd)}, {f32(yd)}, {nullptr, nullptr, nullptr, nullptr}};
+  const Status ok = impl->supports(call);
+  if (!ok.is_ok()) GTEST_SKIP() << ok.message();  // a CPU without AVX2 and FMA
+  auto kernel = impl->create(call);
+  ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
+  for (int run = 0; run < 2; ++run) {
+    fill(w, 2 + 5 * run);  // new weights, same buffer
+    std::vector<Tensor> want{*Tensor::empty(DataType::kFloat32, yd)};
+    ASSERT_TRUE(op_test::run_engine(call, Backend::kRef, {x, w, b, r}, want).is_ok());
+    Tensor y = *r.clone();  // the output written over the residual
+    KernelContext ctx{call, {x, w, b, y}, {y}, cpu_stream(), cpu_allocator()};
+    ASSERT_TRUE((*kernel)->run(ctx).is_ok());
+    for (int64_t i = 0; i < y.numel(); ++i)
+      ASSERT_NEAR(y.data<float>()[i], want[0].data<float>()[i], 1e-4) << "at " << i << ", run " << run;
+  }
+}
+
 // A fused activation oneDNN has no post-op for is refused by every CPU kernel, with the reason.
 TEST(Convolution, CpuRefusesAFusedActivationWithoutAPostOp) {
   ConvolutionAttrs a;
