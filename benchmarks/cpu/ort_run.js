@@ -1,11 +1,12 @@
 // Runs one benchmark case on ONNX Runtime's CPU provider (npm onnxruntime-node) and times it.
 //
-// usage: node ort_run.js CASE_DIR --runs N --warmup-ms MS --threads T --output FILE
+// usage: node ort_run.js CASE_DIR --runs N --warmup-ms MS --threads T --output FILE [--profile PREFIX]
 //
 // CASE_DIR holds model.onnx and inputs.json (written by export_models.py), whose inputs are ONNX TensorProto
 // files: the same bytes kiln reads with --loadInputs. Warm-up: at least one run, then until MS passed; then N
 // timed runs. Prints `ort: median_ms=... mean_ms=... runs=N` and writes the last run's outputs as JSON in the
-// layout of `kiln exec --exportOutput` ([{name, dimensions, values}]).
+// layout of `kiln exec --exportOutput` ([{name, dimensions, values}]). --profile writes ONNX Runtime's per-node profile
+// of the warm-up and timed runs (Chrome trace JSON) to a file named PREFIX_<date>.json (ort_profile.py sums it per operator).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -21,13 +22,14 @@ function loadOrt() {
 }
 
 function parseArgs(argv) {
-  const args = {caseDir: argv[0], runs: 10, warmupMs: 500, threads: 2, output: ''};
+  const args = {caseDir: argv[0], runs: 10, warmupMs: 500, threads: 2, output: '', profile: ''};
   for (let i = 1; i < argv.length; i += 2) {
     const key = argv[i], value = argv[i + 1];
     if (key === '--runs') args.runs = Number(value);
     else if (key === '--warmup-ms') args.warmupMs = Number(value);
     else if (key === '--threads') args.threads = Number(value);
     else if (key === '--output') args.output = value;
+    else if (key === '--profile') args.profile = value;
     else throw new Error(`unknown argument '${key}'`);
   }
   if (!args.caseDir || !(args.runs >= 1)) throw new Error('usage: node ort_run.js CASE_DIR [--runs N] ...');
@@ -118,6 +120,7 @@ async function main() {
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
+    ...(args.profile ? {enableProfiling: true, profileFilePrefix: args.profile} : {}),
   });
   let outputs;
   const warm0 = performance.now();
@@ -130,6 +133,7 @@ async function main() {
     outputs = await session.run(feeds);
     times.push(performance.now() - t0);
   }
+  if (args.profile) session.endProfiling();
   const {median, mean} = stats(times);
   console.log(`ort: onnxruntime-node ${ort.env.versions.node} median_ms=${median.toFixed(3)} ` +
               `mean_ms=${mean.toFixed(3)} runs=${times.length}`);

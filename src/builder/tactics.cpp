@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -68,35 +69,84 @@ struct Timing {
   size_t workspace = 0;
 };
 
-Result<Timing> time_candidate(const OpCall& call, const KernelImpl& impl, const std::vector<Tensor>& inputs, int level,
-                              uint64_t workspace_limit) {
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, impl.create(call));
-  std::vector<Tensor> dst;
-  for (const TensorDesc& d : call.outputs) {
-    KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(d.dtype, d.dims));
-    dst.push_back(std::move(t));
+// CPU candidates of one problem timed in turns: each is made and run once to warm up (primitive creation, weight
+// reorders; it tells the workspace), then every round runs each candidate that still needs runs once, so a load that
+// comes and goes on the machine while a layer is timed weighs on all its candidates alike (timed one after another,
+// a candidate timed during a burst of another process's work lost to slower ones). Each runs at least 1 + level
+// times and until its runs add up to 0.5 level^2 ms (at most 200 runs); its median counts.
+class CpuRace {
+ public:
+  CpuRace(const std::vector<Tensor>& inputs, int level, uint64_t workspace_limit)
+      : inputs_(inputs), min_runs_(1 + level), min_ms_(0.5 * level * level), workspace_limit_(workspace_limit) {}
+
+  /// Makes and warms up a candidate; its index for `result`.
+  size_t enter(const OpCall& call, const KernelImpl& impl) {
+    auto entry = std::make_unique<Entry>();
+    entry->call = call;
+    entry->status = warm_up(*entry, impl);
+    entries_.push_back(std::move(entry));
+    return entries_.size() - 1;
   }
-  const int min_runs = 1 + level;
-  const double min_ms = 0.5 * level * level;
-  std::vector<double> times;
-  double total = 0;
-  for (int run = -1; run < min_runs || (total < min_ms && run < 200); ++run) {
-    KernelContext ctx{call, inputs, dst, cpu_stream(), cpu_allocator()};
-    const auto t0 = Clock::now();
-    KILN_RETURN_IF_ERROR(kernel->run(ctx));
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (run < 0) {  // the first run warms up (primitive creation, weight reorders) and tells the workspace
-      if (workspace_limit > 0 && kernel->workspace_bytes() > workspace_limit)
-        return Status(StatusCode::kOutOfMemory, str_cat("needs ", kernel->workspace_bytes(),
-                                                        " bytes of workspace, over the limit of ", workspace_limit));
-      continue;
+
+  void run() {
+    for (bool more = true; more;) {
+      more = false;
+      for (auto& e : entries_) {
+        if (!e->status.is_ok() || done(*e)) continue;
+        more = true;
+        KernelContext ctx{e->call, inputs_, e->dst, cpu_stream(), cpu_allocator()};
+        const auto t0 = Clock::now();
+        e->status = e->kernel->run(ctx);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        e->times.push_back(ms);
+        e->total += ms;
+      }
     }
-    times.push_back(ms);
-    total += ms;
   }
-  std::sort(times.begin(), times.end());
-  return Timing{times[times.size() / 2], kernel->workspace_bytes()};
-}
+
+  Result<Timing> result(size_t i) const {
+    const Entry& e = *entries_.at(i);
+    if (!e.status.is_ok()) return e.status;
+    std::vector<double> times = e.times;
+    std::sort(times.begin(), times.end());
+    return Timing{times[times.size() / 2], e.kernel->workspace_bytes()};
+  }
+
+ private:
+  struct Entry {
+    OpCall call;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<Tensor> dst;
+    std::vector<double> times;
+    double total = 0;
+    Status status;
+  };
+
+  bool done(const Entry& e) const {
+    const auto runs = static_cast<int>(e.times.size());
+    return runs >= min_runs_ && (e.total >= min_ms_ || runs >= 200);
+  }
+
+  Status warm_up(Entry& e, const KernelImpl& impl) {
+    KILN_ASSIGN_OR_RETURN(e.kernel, impl.create(e.call));
+    for (const TensorDesc& d : e.call.outputs) {
+      KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(d.dtype, d.dims));
+      e.dst.push_back(std::move(t));
+    }
+    KernelContext ctx{e.call, inputs_, e.dst, cpu_stream(), cpu_allocator()};
+    KILN_RETURN_IF_ERROR(e.kernel->run(ctx));
+    if (workspace_limit_ > 0 && e.kernel->workspace_bytes() > workspace_limit_)
+      return Status(StatusCode::kOutOfMemory, str_cat("needs ", e.kernel->workspace_bytes(),
+                                                      " bytes of workspace, over the limit of ", workspace_limit_));
+    return Status::ok();
+  }
+
+  const std::vector<Tensor>& inputs_;
+  const int min_runs_;
+  const double min_ms_;
+  const uint64_t workspace_limit_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+};
 
 // CUDA candidates: inputs uploaded once per problem, a warm-up run, then runs timed with CUDA events on one
 // stream; the median counts, as on the CPU.
@@ -266,7 +316,25 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
   if (search.device.empty()) search.device = timing_device(search.backend);
   const std::string& device = search.device;
   std::vector<Tensor> inputs;
-  TacticChoice* best = nullptr;
+  // Uncached CPU candidates wait for one race after the loop (at level 0 each is timed alone: the first that fits
+  // is taken).
+  std::optional<CpuRace> race;
+  std::vector<std::pair<TacticChoice*, size_t>> racing;
+  auto record = [&](TacticChoice& c, const std::string& key, const Result<Timing>& timing) {
+    if (!timing) {
+      log.push_back(str_cat(candidate_name(*c.impl, c.tactic), " is not chosen: ", timing.status().message()));
+      return false;
+    }
+    c.ms = timing->ms;
+    ++search.timed;
+    if (search.cache) {
+      search.cache->put(key, c.ms);
+      search.cache->put(key + ".workspace", static_cast<double>(timing->workspace));
+    }
+    log.push_back(str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms, workspace ", timing->workspace,
+                          " bytes"));
+    return true;
+  };
   for (TacticChoice& c : candidates) {
     const std::string key = timing_key(call, *c.impl, c.tactic, device);
     const std::string workspace_key = key + ".workspace";
@@ -291,31 +359,36 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
       OpCall with_tactic = call;
       with_tactic.tactic = c.tactic;
       const auto t0 = Clock::now();
-      Result<Timing> timing = Status(StatusCode::kInternal, "not timed");
-      if (c.impl->backend == Backend::kCuda) {
-        auto gpu = gpu_timer(search);
-        timing = gpu ? time_cuda_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit, **gpu)
-                     : Result<Timing>(gpu.take_status());
-      } else {
-        timing = time_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit);
+      if (c.impl->backend != Backend::kCuda) {
+        if (!race) race.emplace(inputs, search.level, search.workspace_limit);
+        racing.emplace_back(&c, race->enter(with_tactic, *c.impl));
+        search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        if (search.level > 0) continue;
+        race->run();
+        if (!record(c, key, race->result(racing.back().second))) continue;
+        return c;  // level 0 with a workspace limit: the first candidate that fits
       }
+      auto gpu = gpu_timer(search);
+      Result<Timing> timing =
+          gpu ? time_cuda_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit, **gpu)
+              : Result<Timing>(gpu.take_status());
       search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-      if (!timing) {
-        log.push_back(str_cat(candidate_name(*c.impl, c.tactic), " is not chosen: ", timing.status().message()));
-        continue;
-      }
-      c.ms = timing->ms;
-      ++search.timed;
-      if (search.cache) {
-        search.cache->put(key, c.ms);
-        search.cache->put(workspace_key, static_cast<double>(timing->workspace));
-      }
-      log.push_back(
-          str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms, workspace ", timing->workspace, " bytes"));
+      if (!record(c, key, timing)) continue;
     }
     if (search.level == 0) return c;  // with a workspace limit: the first candidate that fits
-    if (!best || c.ms < best->ms) best = &c;
   }
+  if (race && search.level > 0) {
+    const auto t0 = Clock::now();
+    race->run();
+    search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    for (auto& [c, index] : racing) {
+      const std::string key = timing_key(call, *c->impl, c->tactic, device);
+      if (!record(*c, key, race->result(index))) c->ms = -1;
+    }
+  }
+  TacticChoice* best = nullptr;
+  for (TacticChoice& c : candidates)
+    if (c.ms >= 0 && (!best || c.ms < best->ms)) best = &c;
   if (!best && check_workspace)
     return Status(StatusCode::kOutOfMemory,
                   str_cat("no ", backend_name(search.backend), " kernel for ", call.schema->name,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
 
@@ -127,11 +128,6 @@ __attribute__((target("avx2,fma"))) void few_channels_row_avx2(const DirectConv&
   few_channels_row(p, row);
 }
 
-bool has_avx2_fma() {
-  static const bool kYes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return kYes;
-}
-
 // What both kernels take: channels_last 2-D float32 with static weights and a ReLU or Clip epilogue.
 Status direct_supports(const OpCall& call) {
   const auto& a = call.attrs_as<ConvolutionAttrs>();
@@ -210,7 +206,7 @@ Status run_direct(KernelContext& ctx) {
     for (int64_t k = 0; k < window; ++k) taps[static_cast<size_t>(k * filters + o)] = wd[o * window + k];
   p.taps = taps.data();
   const int64_t rows = ctx.src[0].dims()[0] * p.oh, grain = grain_for(p.ow * filters * window);
-  if (has_avx2_fma())
+  if (cpu::has_avx2_fma())
     parallel_for(rows, grain, [&](int64_t r) { kDepthwise ? depthwise_row_avx2(p, r) : few_channels_row_avx2(p, r); });
   else
     parallel_for(rows, grain, [&](int64_t r) { kDepthwise ? depthwise_row(p, r) : few_channels_row(p, r); });

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/panel_gemm.h"
 #include "kernels/cpu/threads.h"
@@ -102,7 +103,7 @@ __attribute__((target("avx2,fma"))) void multiply_panel(int64_t c, int64_t m, in
   float* mx = mo + xi * rows * m + m0;
   for (int64_t r = 0; r < rows; r += kRows) {
     __m256 sums[kRows][2];
-    cpu::panel_product(vx + r * c, c, ux, c, sums);
+    cpu::panel_product(vx + r * c, c, 1, ux, c, sums);
     float* out = mx + r * m;
     for (int i = 0; i < kRows; ++i) {
       _mm256_storeu_ps(out + i * m, sums[i][0]);
@@ -146,11 +147,6 @@ __attribute__((target("avx2,fma"))) void output_tile(const Problem& p, const flo
       }
     }
   }
-}
-
-bool has_avx2_fma() {
-  static const bool kYes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return kYes;
 }
 
 class WinogradConv final : public Kernel {
@@ -224,7 +220,7 @@ class WinogradConv final : public Kernel {
 
 Status winograd_supports(const OpCall& call) {
   const auto& a = call.attrs_as<ConvolutionAttrs>();
-  if (!has_avx2_fma()) return unsupported("needs AVX2 and FMA");
+  if (!cpu::has_avx2_fma()) return unsupported("needs AVX2 and FMA");
   if (!a.channels_last) return unsupported("takes channels_last (NHWC) convolutions only");
   const Dims& x = call.inputs[0].dims;
   const Dims& w = call.inputs[1].dims;

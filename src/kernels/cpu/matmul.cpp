@@ -9,6 +9,7 @@
 
 #include "core/parallel.h"
 #include "kernels/common/indexing.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/onednn_epilogue.h"
 #include "kernels/cpu/vec_math.h"
@@ -151,8 +152,7 @@ bool row_bias(const Tensor* c, int64_t n) {
 __attribute__((target("avx2,fma"))) void gelu_erf_avx2(float* y, int64_t n) { cpu::gelu_erf_in_place(y, n); }
 
 void gelu_erf_span(float* y, int64_t n) {
-  static const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (kHasAvx2)
+  if (cpu::has_avx2_fma())
     gelu_erf_avx2(y, n);
   else
     cpu::gelu_erf_in_place(y, n);

@@ -213,6 +213,16 @@ std::vector<OpCase> channels_last_cases() {
   ConvolutionAttrs expand = conv({}, {0, 0, 0, 0});
   expand.fused = fused(ActivationKind::kRelu);
   c.push_back(nhwc_case("nhwc 1x1 32->64 bias residual relu", expand, {2, 5, 5, 32}, {64, 1, 1, 32}, true, true));
+  // cpu.conv_gemm_nhwc: more channels than one K block (128) and filters off the 16-column panels, with a residual and
+  // an activation the kernel applies after storing (sigmoid); a stem-like 3-channel 3x3 stride 2 with asymmetric pads
+  // and dilation (gathered rows, taps in the padding).
+  ConvolutionAttrs deep = conv({}, {0, 0, 0, 0});
+  deep.fused = fused(ActivationKind::kSigmoid);
+  OpCase deep_case = nhwc_case("nhwc 1x1 300->40 residual + sigmoid", deep, {1, 7, 5, 300}, {40, 1, 1, 300}, true, true);
+  deep_case.tolerance_scale = 4;  // 300 products per output
+  c.push_back(deep_case);
+  c.push_back(nhwc_case("nhwc 3 channels 3x3 stride 2 dilation 2, asymmetric pads, clip",
+                        clip_epilogue(conv({2, 2}, {2, 1, 0, 2}, {2, 2})), {2, 11, 9, 3}, {20, 3, 3, 3}));
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include "graph/network/network_internal.h"
 #include "kiln/network.h"
 #include "kiln/version.h"
+#include "ops/activation/activation.h"
 #include "runtime/engine.h"
 #include "runtime/inspector.h"
 
@@ -37,6 +38,56 @@ std::unique_ptr<Network> conv_net() {
   auto c2 = net->add_convolution((*c1)->output(0), 8, {3, 3}, b);
   EXPECT_TRUE(net->mark_output((*c2)->output(0)).is_ok());
   return net;
+}
+
+// The runs of the race spy's kernels, one letter per run (its tactic), for problems of kRaceDims only.
+const Dims kRaceDims{2, 3, 5, 7, 11};
+std::string race_runs;
+
+class RaceSpyKernel final : public Kernel {
+ public:
+  explicit RaceSpyKernel(std::string tactic) : tactic_(std::move(tactic)) {}
+  Status run(KernelContext&) override {
+    race_runs += tactic_;
+    return Status::ok();
+  }
+
+ private:
+  std::string tactic_;
+};
+
+// A CPU Activation implementation with three tactics that accepts only kRaceDims (so nothing else changes).
+const bool kRaceSpyRegistered = KernelRegistry::global().add(KernelImpl{
+    .name = "cpu.test_race_spy",
+    .op = "Activation",
+    .backend = Backend::kCpu,
+    .priority = 1000,
+    .supports =
+        [](const OpCall& call) {
+          return call.inputs[0].dims == kRaceDims ? Status::ok() : unsupported("a test spy: kRaceDims only");
+        },
+    .create = [](const OpCall& call) -> Result<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(std::make_unique<RaceSpyKernel>(call.tactic));
+    },
+    .tactics = [](const OpCall&) { return std::vector<std::string>{"a", "b", "c"}; },
+});
+
+TEST(Tactics, CpuCandidatesAreTimedInTurns) {
+  // Each candidate is made and warmed up, then the rounds run every candidate once in turn (timed one after
+  // another, a burst of load on the machine fell on one candidate alone).
+  ASSERT_TRUE(kRaceSpyRegistered);
+  ActivationAttrs relu;
+  const TensorDesc x{DataType::kFloat32, kRaceDims, true};
+  const OpCall call{OpRegistry::global().find("Activation"), &relu, {x}, {x}};
+  TacticSearch search;
+  search.level = 2;  // at least 3 timed runs each
+  std::vector<std::string> log;
+  race_runs.clear();
+  auto choice = choose_kernel(call, search, log);
+  ASSERT_TRUE(choice.is_ok()) << choice.status().message();
+  EXPECT_GE(search.timed, 3);  // the spy's three and the real CPU activation kernels
+  ASSERT_GE(race_runs.size(), 12u) << race_runs;
+  EXPECT_EQ(race_runs.substr(0, 12), "abcabcabcabc") << race_runs;  // warm-ups, then three rounds
 }
 
 TEST(TimingCache, SavedTimesAreReadBack) {
