@@ -94,7 +94,7 @@ class CpuRace {
       for (auto& e : entries_) {
         if (!e->status.is_ok() || done(*e)) continue;
         more = true;
-        KernelContext ctx{e->call, inputs_, e->dst, cpu_stream(), cpu_allocator()};
+        KernelContext ctx{e->call, inputs_, dst_, cpu_stream(), cpu_allocator()};
         const auto t0 = Clock::now();
         e->status = e->kernel->run(ctx);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -116,7 +116,6 @@ class CpuRace {
   struct Entry {
     OpCall call;
     std::unique_ptr<Kernel> kernel;
-    std::vector<Tensor> dst;
     std::vector<double> times;
     double total = 0;
     Status status;
@@ -129,11 +128,12 @@ class CpuRace {
 
   Status warm_up(Entry& e, const KernelImpl& impl) {
     KILN_ASSIGN_OR_RETURN(e.kernel, impl.create(e.call));
-    for (const TensorDesc& d : e.call.outputs) {
-      KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(d.dtype, d.dims));
-      e.dst.push_back(std::move(t));
-    }
-    KernelContext ctx{e.call, inputs_, e.dst, cpu_stream(), cpu_allocator()};
+    if (dst_.empty())
+      for (const TensorDesc& d : e.call.outputs) {
+        KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(d.dtype, d.dims));
+        dst_.push_back(std::move(t));
+      }
+    KernelContext ctx{e.call, inputs_, dst_, cpu_stream(), cpu_allocator()};
     KILN_RETURN_IF_ERROR(e.kernel->run(ctx));
     if (workspace_limit_ > 0 && e.kernel->workspace_bytes() > workspace_limit_)
       return Status(StatusCode::kOutOfMemory, str_cat("needs ", e.kernel->workspace_bytes(),
@@ -146,6 +146,7 @@ class CpuRace {
   const double min_ms_;
   const uint64_t workspace_limit_;
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::vector<Tensor> dst_;  // one set of outputs all candidates write (one layer's worth of memory, not one each)
 };
 
 // CUDA candidates: inputs uploaded once per problem, a warm-up run, then runs timed with CUDA events on one

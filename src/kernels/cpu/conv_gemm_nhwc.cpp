@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "kernels/cpu/conv_nhwc_checks.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/registry.h"
@@ -128,12 +129,9 @@ class ConvGemm final : public Kernel {
 Status conv_gemm_supports(const OpCall& call) {
   const auto& a = call.attrs_as<ConvolutionAttrs>();
   if (!cpu::has_avx2_fma()) return unsupported("needs AVX2 and FMA");
-  if (!a.channels_last) return unsupported("takes channels_last (NHWC) convolutions only");
+  KILN_RETURN_IF_ERROR(cpu::nhwc_float32_conv(call));
   const Dims& x = call.inputs[0].dims;
   const Dims& w = call.inputs[1].dims;
-  if (x.rank() != 4 || w.rank() != 4 || !w.is_static())
-    return unsupported("takes 2-D convolutions with static weights");
-  KILN_RETURN_IF_ERROR(require_dtypes(call, {DataType::kFloat32}));
   if (a.group != 1 || w.numel() == 0) return unsupported("takes ungrouped, non-empty convolutions only");
   if (a.fused.on && a.fused.kind == ActivationKind::kPRelu) return unsupported("applies no PReLU");
   if (x.is_static()) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/conv_nhwc_checks.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
@@ -130,17 +131,8 @@ __attribute__((target("avx2,fma"))) void few_channels_row_avx2(const DirectConv&
 
 // What both kernels take: channels_last 2-D float32 with static weights and a ReLU or Clip epilogue.
 Status direct_supports(const OpCall& call) {
-  const auto& a = call.attrs_as<ConvolutionAttrs>();
-  if (!a.channels_last) return unsupported("takes channels_last (NHWC) convolutions only");
-  if (call.inputs[0].dims.rank() != 4 || call.inputs[1].dims.rank() != 4)
-    return unsupported("takes 2-D convolutions only");
-  for (const TensorDesc& in : call.inputs)
-    if (in.present && in.dtype != DataType::kFloat32)
-      return unsupported("takes float32 only, not ", dtype_name(in.dtype));
-  if (!call.inputs[1].dims.is_static()) return unsupported("needs static weight dims");
-  if (a.fused.on && a.fused.kind != ActivationKind::kRelu && a.fused.kind != ActivationKind::kClip)
-    return unsupported("applies ReLU and Clip epilogues only");
-  return Status::ok();
+  KILN_RETURN_IF_ERROR(cpu::nhwc_float32_conv(call));
+  return cpu::relu_or_clip_epilogue(call);
 }
 
 Status depthwise_supports(const OpCall& call) {

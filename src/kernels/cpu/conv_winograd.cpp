@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/conv_nhwc_checks.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/panel_gemm.h"
@@ -221,14 +222,10 @@ class WinogradConv final : public Kernel {
 Status winograd_supports(const OpCall& call) {
   const auto& a = call.attrs_as<ConvolutionAttrs>();
   if (!cpu::has_avx2_fma()) return unsupported("needs AVX2 and FMA");
-  if (!a.channels_last) return unsupported("takes channels_last (NHWC) convolutions only");
+  KILN_RETURN_IF_ERROR(cpu::nhwc_float32_conv(call));
+  KILN_RETURN_IF_ERROR(cpu::relu_or_clip_epilogue(call));
   const Dims& x = call.inputs[0].dims;
   const Dims& w = call.inputs[1].dims;
-  if (x.rank() != 4 || w.rank() != 4 || !w.is_static())
-    return unsupported("takes 2-D convolutions with static weights");
-  for (const TensorDesc& in : call.inputs)
-    if (in.present && in.dtype != DataType::kFloat32)
-      return unsupported("takes float32 only, not ", dtype_name(in.dtype));
   if (a.group != 1 || w[1] != 3 || w[2] != 3) return unsupported("takes ungrouped 3x3 windows only");
   if (w[3] % 8 != 0 || w[0] % kCols != 0)
     return unsupported("takes input channels in multiples of 8 and output channels in multiples of ", kCols);
@@ -236,8 +233,6 @@ Status winograd_supports(const OpCall& call) {
     if (s != 1) return unsupported("takes stride 1 only");
   for (int64_t d : a.dilations)
     if (d != 1) return unsupported("takes dilation 1 only");
-  if (a.fused.on && a.fused.kind != ActivationKind::kRelu && a.fused.kind != ActivationKind::kClip)
-    return unsupported("applies ReLU and Clip epilogues only");
   if (x.is_static()) {
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
     for (int i = 0; i < 2; ++i)
