@@ -332,8 +332,8 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
       search.cache->put(key, c.ms);
       search.cache->put(key + ".workspace", static_cast<double>(timing->workspace));
     }
-    log.push_back(str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms, workspace ", timing->workspace,
-                          " bytes"));
+    log.push_back(
+        str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms, workspace ", timing->workspace, " bytes"));
     return true;
   };
   for (TacticChoice& c : candidates) {

@@ -34,8 +34,7 @@ struct Window {
 // padding). A whole row whose window lies inside x is copied a window row at a time (with dilation 1 its kW taps are
 // kW C floats next to each other: a stem's row is three copies of 9); otherwise each run of channels is placed by its
 // tap. The pixel is stepped from row to row, not divided out (three 64-bit divisions cost more than a stem's row).
-void gather_rows(const Window& g, const float* x, int64_t row, int64_t count, int64_t col, int64_t depth,
-                 float* out) {
+void gather_rows(const Window& g, const float* x, int64_t row, int64_t count, int64_t col, int64_t depth, float* out) {
   const bool whole = col == 0 && depth == g.kh * g.kw * g.c;
   const int64_t span = g.kw * g.c;  // floats of one window row when dw is 1
   int64_t b = row / (g.oh * g.ow), oy = row / g.ow % g.oh, ox = row % g.ow;
@@ -88,10 +87,20 @@ class ConvGemm final : public Kernel {
     if (!constant_) packed_.pack(weights_view(ctx.src[1].data<float>(), wd));
     const auto& a = ctx.attrs<ConvolutionAttrs>();
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x.dims(), wd));
-    const Window g{x.dims()[1],        x.dims()[2],       x.dims()[3],   win.output[0],
-                   win.output[1],      wd[1],             wd[2],         win.strides[0],
-                   win.strides[1],     win.dilations[0],  win.dilations[1], win.pads_begin[0],
-                   win.pads_begin[1],  is_pointwise(win)};
+    const Window g{x.dims()[1],
+                   x.dims()[2],
+                   x.dims()[3],
+                   win.output[0],
+                   win.output[1],
+                   wd[1],
+                   wd[2],
+                   win.strides[0],
+                   win.strides[1],
+                   win.dilations[0],
+                   win.dilations[1],
+                   win.pads_begin[0],
+                   win.pads_begin[1],
+                   is_pointwise(win)};
     const cpu::PackedColumns& b = packed_.columns();
     const int64_t rows = x.dims()[0] * g.oh * g.ow;
     if (y.numel() != rows * b.n)

@@ -43,8 +43,8 @@ class PackedProduct final : public Kernel {
     const cpu::PackedColumns& b = packed_.columns();
     const Tensor& a = ctx.src[0];
     if (a.numel() % b.k != 0 || y.numel() != a.numel() / b.k * b.n)
-      return invalid_argument("cpu.packed product: input ", a.dims().to_string(), " and output ",
-                              y.dims().to_string(), " do not fit weights of ", b.k, " x ", b.n);
+      return invalid_argument("cpu.packed product: input ", a.dims().to_string(), " and output ", y.dims().to_string(),
+                              " do not fit weights of ", b.k, " x ", b.n);
     const Tensor* residual = present(ctx, kGemmResidualInput);
     if (residual && residual->numel() != y.numel())
       return invalid_argument("cpu.packed product: residual ", residual->dims().to_string(), " is not the output's ",

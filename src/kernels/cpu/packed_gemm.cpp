@@ -21,8 +21,8 @@ namespace kiln::cpu {
 namespace {
 
 constexpr int64_t kRows = kPanelRows, kCols = kPanelCols;
-constexpr int64_t kDepth = 128;        // K rows per block: six rows of A (3 KB) stay in L1 across the panels
-constexpr int64_t kMaxBlockRows = 72;  // A rows per task
+constexpr int64_t kDepth = 128;         // K rows per block: six rows of A (3 KB) stay in L1 across the panels
+constexpr int64_t kMaxBlockRows = 72;   // A rows per task
 constexpr int64_t kMaxGroupPanels = 8;  // panels per task: their K block is 64 KB, within a core's L2
 constexpr int64_t kTasksPerThread = 8;  // enough tasks that static shares differ by little
 

@@ -218,7 +218,8 @@ std::vector<OpCase> channels_last_cases() {
   // and dilation (gathered rows, taps in the padding).
   ConvolutionAttrs deep = conv({}, {0, 0, 0, 0});
   deep.fused = fused(ActivationKind::kSigmoid);
-  OpCase deep_case = nhwc_case("nhwc 1x1 300->40 residual + sigmoid", deep, {1, 7, 5, 300}, {40, 1, 1, 300}, true, true);
+  OpCase deep_case =
+      nhwc_case("nhwc 1x1 300->40 residual + sigmoid", deep, {1, 7, 5, 300}, {40, 1, 1, 300}, true, true);
   deep_case.tolerance_scale = 4;  // 300 products per output
   c.push_back(deep_case);
   c.push_back(nhwc_case("nhwc 3 channels 3x3 stride 2 dilation 2, asymmetric pads, clip",

@@ -69,7 +69,10 @@ const bool kRaceSpyRegistered = KernelRegistry::global().add(KernelImpl{
     .create = [](const OpCall& call) -> Result<std::unique_ptr<Kernel>> {
       return std::unique_ptr<Kernel>(std::make_unique<RaceSpyKernel>(call.tactic));
     },
-    .tactics = [](const OpCall&) { return std::vector<std::string>{"a", "b", "c"}; },
+    .tactics =
+        [](const OpCall&) {
+          return std::vector<std::string>{"a", "b", "c"};
+        },
 });
 
 TEST(Tactics, CpuCandidatesAreTimedInTurns) {

@@ -401,7 +401,8 @@ TEST(Convolution, ConvGemmFromPreparedConstantOrRunTimeWeightsWithAnInPlaceResid
       SCOPED_TRACE(str_cat(geo.w.to_string(), ", ", mode));
       const bool run_time = std::string(mode) == "run time";
       fill(w, 2);
-      OpCall call{s, &a, {f32(geo.x), f32(geo.w), f32({m}), f32(geo.y)}, {f32(geo.y)}, {nullptr, run_time ? nullptr : &w}};
+      OpCall call{
+          s, &a, {f32(geo.x), f32(geo.w), f32({m}), f32(geo.y)}, {f32(geo.y)}, {nullptr, run_time ? nullptr : &w}};
       const Status ok = impl->supports(call);
       if (!ok.is_ok()) GTEST_SKIP() << ok.message();  // a CPU without AVX2 and FMA
       Tensor prepared;

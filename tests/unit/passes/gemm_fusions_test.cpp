@@ -6,8 +6,8 @@
 
 #include <random>
 
-#include "onnx/exporter.h"
 #include "kernels/cpu/cpu_features.h"
+#include "onnx/exporter.h"
 #include "ops/activation/activation.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/matmul/matmul.h"
