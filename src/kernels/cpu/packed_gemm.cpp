@@ -55,7 +55,7 @@ __attribute__((target("avx2,fma"))) void store_tile(const Tile& t, __m256 (&s)[k
     for (int64_t i = 0; i < t.rows; ++i) {
       float* ci = t.c + i * t.ldc;
       __m256 v[2] = {s[i][0], s[i][1]};
-      for (int h = 0; h < 2; ++h) {
+      for (int64_t h = 0; h < 2; ++h) {
         if (!t.first) {
           v[h] = _mm256_add_ps(v[h], _mm256_loadu_ps(ci + 8 * h));
         } else {
