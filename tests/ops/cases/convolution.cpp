@@ -189,6 +189,14 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(nhwc_case("nhwc depthwise stride 2 clip, 20 channels", dw_clip, {2, 9, 8, 20}, {20, 3, 3, 1}));
   c.push_back(nhwc_case("nhwc depthwise dilation 2, asymmetric pads, no bias", conv({}, {2, 0, 1, 2}, {2, 2}, 12),
                         {1, 7, 6, 12}, {12, 3, 3, 1}, false));
+  // Depthwise with channels in multiples of 8: stride 2 with a residual + ReLU and odd sizes; dilation 2 with
+  // asymmetric pads, Clip, no bias.
+  ConvolutionAttrs dw_s2_relu = conv({2, 2}, {1, 1, 1, 1}, {}, 24);
+  dw_s2_relu.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc depthwise stride 2 residual + relu, 24 channels", dw_s2_relu, {2, 9, 7, 24},
+                        {24, 3, 3, 1}, true, true));
+  c.push_back(nhwc_case("nhwc depthwise dilation 2 clip, 16 channels",
+                        clip_epilogue(conv({}, {2, 1, 0, 2}, {2, 2}, 16)), {1, 8, 7, 16}, {16, 3, 3, 1}, false));
   // A mobile network's stem (cpu.conv_nhwc_few_channels): 3 channels, 3x3 stride 2 + Clip; 2 channels into 12 (off
   // the vector width) with a residual + ReLU.
   c.push_back(nhwc_case("nhwc stem 3x3 stride 2 clip, 3 channels", clip_epilogue(conv({2, 2}, {1, 1, 1, 1})),
