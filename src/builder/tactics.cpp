@@ -280,9 +280,15 @@ std::string timing_device(Backend backend) {
   return str_cat(backend_name(backend), " ", model, ", ", cpu_threads(), " threads");
 }
 
+// How candidates are timed, part of every key: times measured another way are not comparable with new ones, so a
+// cache written before a change of method misses instead of mixing them. 2: CUDA candidates timed on the GPU alone
+// (ed72a73), CPU candidates timed in turns (CpuRace).
+constexpr int kTimingMethod = 2;
+
 std::string timing_key(const OpCall& call, const KernelImpl& impl, const std::string& tactic,
                        const std::string& device) {
-  std::string text = str_cat(device, "|", call.schema->name, "|", call.attrs ? call.attrs->to_json() : "", "|");
+  std::string text = str_cat("timing method ", kTimingMethod, "|", device, "|", call.schema->name, "|",
+                             call.attrs ? call.attrs->to_json() : "", "|");
   for (const TensorDesc& d : call.inputs) text += d.to_string() + (d.present ? "" : "-") + ",";
   text += "|";
   for (const TensorDesc& d : call.outputs) text += d.to_string() + ",";
