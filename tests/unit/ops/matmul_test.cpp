@@ -4,6 +4,7 @@
 
 #include "kernels/registry.h"
 #include "op_test_util.h"
+#include "ops/activation/activation.h"
 #include "ops/matmul/matmul.h"
 
 namespace kiln {
@@ -153,6 +154,59 @@ TEST(MatrixMultiplyKernels, EpilogueKeepsABatchAgainstOneMatrixAsOneGemm) {
       const double gelu = 0.5 * dot * (1 + std::erf(dot / std::sqrt(2.0)));
       EXPECT_NEAR(dst[0].at(row * 2304 + col), gelu, 1e-3 * (1 + std::abs(gelu))) << row << ", " << col;
     }
+}
+
+// cpu.packed_matrix_multiply with B given at run time (packed on every run: new weights in the same buffer on the
+// second run are followed) and with B prepared at build time (the engine's copy is used, not the constant's later
+// contents); 300-long K (three K blocks), 40 columns (a partial panel), 13 rows (a partial tile), a bias and GELU.
+TEST(MatrixMultiply, PackedFollowsRunTimeWeightsAndUsesPreparedOnes) {
+  const KernelImpl* impl = nullptr;
+  for (const KernelImpl* k : KernelRegistry::global().find("MatrixMultiply", Backend::kCpu))
+    if (k->name == "cpu.packed_matrix_multiply") impl = k;
+  ASSERT_NE(impl, nullptr);
+  MatrixMultiplyAttrs a;
+  a.fused = FusedActivation::from(activation_defaults(ActivationKind::kGelu));
+  const Dims ad{13, 300}, bd{300, 40}, yd{13, 40};
+  auto fill = [](Tensor& t, int seed) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<float>()[i] = static_cast<float>((i * 37 + seed) % 23) / 46.f - 0.25f;
+  };
+  Tensor x = *Tensor::empty(DataType::kFloat32, ad), w = *Tensor::empty(DataType::kFloat32, bd);
+  Tensor c = *Tensor::empty(DataType::kFloat32, {40});
+  fill(x, 1), fill(c, 3);
+  const OpSchema* s = OpRegistry::global().find("MatrixMultiply");
+  for (const bool prepared_weights : {false, true}) {
+    SCOPED_TRACE(prepared_weights ? "prepared" : "run time");
+    fill(w, 2);
+    OpCall call{s, &a, {f32(ad), f32(bd), f32({40})}, {f32(yd)}, {nullptr, prepared_weights ? &w : nullptr}};
+    const Status ok = impl->supports(call);
+    if (!ok.is_ok()) GTEST_SKIP() << ok.message();  // a CPU without AVX2 and FMA
+    Tensor prepared;
+    if (prepared_weights) {
+      auto p = impl->prepare(call);
+      ASSERT_TRUE(p.is_ok()) << p.status().message();
+      prepared = std::move(*p);
+      call.prepared = &prepared;
+      fill(w, 7);  // the kernel must use the prepared copy, not the constant's contents when it is made
+    }
+    auto kernel = impl->create(call);
+    ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
+    for (int run = 0; run < 2; ++run) {
+      fill(w, prepared_weights ? 9 + run : 2 + 5 * run);  // new contents in the same buffer
+      Tensor used = *w.clone();
+      if (prepared_weights) fill(used, 2);  // what was prepared
+      std::vector<Tensor> want{*Tensor::empty(DataType::kFloat32, yd)};
+      OpCall reference = call;
+      reference.constants.clear();
+      reference.prepared = nullptr;
+      ASSERT_TRUE(op_test::run_engine(reference, Backend::kRef, {x, used, c}, want).is_ok());
+      Tensor y = *Tensor::empty(DataType::kFloat32, yd);
+      KernelContext ctx{call, {x, w, c}, {y}, cpu_stream(), cpu_allocator()};
+      ASSERT_TRUE((*kernel)->run(ctx).is_ok());
+      for (int64_t i = 0; i < y.numel(); ++i)
+        ASSERT_NEAR(y.data<float>()[i], want[0].data<float>()[i], 1e-4) << "at " << i << ", run " << run;
+    }
+  }
 }
 
 }  // namespace
