@@ -366,19 +366,21 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
       OpCall with_tactic = call;
       with_tactic.tactic = c.tactic;
       const auto t0 = Clock::now();
+      Result<Timing> timing = Status(StatusCode::kInternal, "not timed");
       if (c.impl->backend != Backend::kCuda) {
         if (!race) race.emplace(inputs, search.level, search.workspace_limit);
         racing.emplace_back(&c, race->enter(with_tactic, *c.impl));
-        search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-        if (search.level > 0) continue;
+        if (search.level > 0) {  // timed with the others after the loop
+          search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+          continue;
+        }
         race->run();
-        if (!record(c, key, race->result(racing.back().second))) continue;
-        return c;  // level 0 with a workspace limit: the first candidate that fits
+        timing = race->result(racing.back().second);
+      } else {
+        auto gpu = gpu_timer(search);
+        timing = gpu ? time_cuda_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit, **gpu)
+                     : Result<Timing>(gpu.take_status());
       }
-      auto gpu = gpu_timer(search);
-      Result<Timing> timing =
-          gpu ? time_cuda_candidate(with_tactic, *c.impl, inputs, search.level, search.workspace_limit, **gpu)
-              : Result<Timing>(gpu.take_status());
       search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       if (!record(c, key, timing)) continue;
     }
@@ -388,10 +390,7 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
     const auto t0 = Clock::now();
     race->run();
     search.timing_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    for (auto& [c, index] : racing) {
-      const std::string key = timing_key(call, *c->impl, c->tactic, device);
-      if (!record(*c, key, race->result(index))) c->ms = -1;
-    }
+    for (auto& [c, index] : racing) record(*c, timing_key(call, *c->impl, c->tactic, device), race->result(index));
   }
   TacticChoice* best = nullptr;
   for (TacticChoice& c : candidates)

@@ -74,9 +74,7 @@ class ConvGemm final : public Kernel {
  public:
   explicit ConvGemm(const OpCall& call) {
     const Tensor* w = call.constant(1);
-    constant_ = w != nullptr;
-    const cpu::MatrixView view = weights_view(w ? w->data<float>() : nullptr, call.inputs[1].dims);
-    if (!packed_.adopt(call.prepared, view.k, view.n) && w) packed_.pack(view);
+    packed_.init(call.prepared, weights_view(w ? w->data<float>() : nullptr, call.inputs[1].dims));
   }
 
   Status run(KernelContext& ctx) override {
@@ -84,24 +82,24 @@ class ConvGemm final : public Kernel {
     if (y.numel() == 0) return Status::ok();
     const Tensor& x = ctx.src[0];
     const Dims& wd = ctx.src[1].dims();
-    if (!constant_) packed_.pack(weights_view(ctx.src[1].data<float>(), wd));
+
     const auto& a = ctx.attrs<ConvolutionAttrs>();
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x.dims(), wd));
-    const Window g{x.dims()[1],
-                   x.dims()[2],
-                   x.dims()[3],
-                   win.output[0],
-                   win.output[1],
-                   wd[1],
-                   wd[2],
-                   win.strides[0],
-                   win.strides[1],
-                   win.dilations[0],
-                   win.dilations[1],
-                   win.pads_begin[0],
-                   win.pads_begin[1],
-                   is_pointwise(win)};
-    const cpu::PackedColumns& b = packed_.columns();
+    const Window g{.h = x.dims()[1],
+                   .w = x.dims()[2],
+                   .c = x.dims()[3],
+                   .oh = win.output[0],
+                   .ow = win.output[1],
+                   .kh = wd[1],
+                   .kw = wd[2],
+                   .sh = win.strides[0],
+                   .sw = win.strides[1],
+                   .dh = win.dilations[0],
+                   .dw = win.dilations[1],
+                   .ph = win.pads_begin[0],
+                   .pw = win.pads_begin[1],
+                   .in_place = is_pointwise(win)};
+    const cpu::PackedColumns& b = packed_.for_run(weights_view(ctx.src[1].data<float>(), wd));
     const int64_t rows = x.dims()[0] * g.oh * g.ow;
     if (y.numel() != rows * b.n)
       return invalid_argument("cpu.conv_gemm_nhwc: output ", y.dims().to_string(), " does not fit input ",
@@ -131,7 +129,6 @@ class ConvGemm final : public Kernel {
     return true;
   }
 
-  bool constant_ = false;
   cpu::PackedWeights packed_;
 };
 
@@ -139,16 +136,10 @@ Status conv_gemm_supports(const OpCall& call) {
   const auto& a = call.attrs_as<ConvolutionAttrs>();
   if (!cpu::has_avx2_fma()) return unsupported("needs AVX2 and FMA");
   KILN_RETURN_IF_ERROR(cpu::nhwc_float32_conv(call));
-  const Dims& x = call.inputs[0].dims;
   const Dims& w = call.inputs[1].dims;
   if (a.group != 1 || w.numel() == 0) return unsupported("takes ungrouped, non-empty convolutions only");
   if (a.fused.on && a.fused.kind == ActivationKind::kPRelu) return unsupported("applies no PReLU");
-  if (x.is_static()) {
-    KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
-    for (int i = 0; i < 2; ++i)
-      if (win.pads_begin[i] < 0 || win.pads_end[i] < 0) return unsupported("takes no negative pads");
-  }
-  return Status::ok();
+  return cpu::no_negative_pads(call);
 }
 
 Result<Tensor> prepare(const OpCall& call) {

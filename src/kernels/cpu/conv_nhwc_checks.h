@@ -26,4 +26,14 @@ inline Status relu_or_clip_epilogue(const OpCall& call) {
   return Status::ok();
 }
 
+/// No negative pads (checked where the input dims are known; a dynamic input is checked by the window at run time).
+inline Status no_negative_pads(const OpCall& call) {
+  const Dims& x = call.inputs[0].dims;
+  if (!x.is_static()) return Status::ok();
+  KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(call.attrs_as<ConvolutionAttrs>(), x, call.inputs[1].dims));
+  for (int i = 0; i < win.rank(); ++i)
+    if (win.pads_begin[i] < 0 || win.pads_end[i] < 0) return unsupported("takes no negative pads");
+  return Status::ok();
+}
+
 }  // namespace kiln::cpu

@@ -224,7 +224,6 @@ Status winograd_supports(const OpCall& call) {
   if (!cpu::has_avx2_fma()) return unsupported("needs AVX2 and FMA");
   KILN_RETURN_IF_ERROR(cpu::nhwc_float32_conv(call));
   KILN_RETURN_IF_ERROR(cpu::relu_or_clip_epilogue(call));
-  const Dims& x = call.inputs[0].dims;
   const Dims& w = call.inputs[1].dims;
   if (a.group != 1 || w[1] != 3 || w[2] != 3) return unsupported("takes ungrouped 3x3 windows only");
   if (w[3] % 8 != 0 || w[0] % kCols != 0)
@@ -233,12 +232,7 @@ Status winograd_supports(const OpCall& call) {
     if (s != 1) return unsupported("takes stride 1 only");
   for (int64_t d : a.dilations)
     if (d != 1) return unsupported("takes dilation 1 only");
-  if (x.is_static()) {
-    KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x, w));
-    for (int i = 0; i < 2; ++i)
-      if (win.pads_begin[i] < 0 || win.pads_end[i] < 0) return unsupported("takes no negative pads");
-  }
-  return Status::ok();
+  return cpu::no_negative_pads(call);
 }
 
 KILN_REGISTER_KERNEL(KernelImpl{

@@ -2,8 +2,8 @@
 // folded over A's batch into one [rows, K] x [K, N] product on packed_gemm.h, with the epilogue (bias, residual,
 // any fused activation) applied as each tile is stored. B is packed at build time when it is an engine constant
 // (the engine's prepared section), on each run otherwise. Competes with oneDNN's matmul and inner product in tactic
-// timing: on 2 EPYC (Zen 3) cores BERT-base's [128, 768] x [768, 3072] ran at about 105 GFLOP/s against oneDNN
-// 2.6's sgemm at 70-90 in the same process.
+// timing: on 2 EPYC (Zen 3) cores about level with oneDNN 2.6's sgemm on BERT-base's shapes; tactic timing gave it 60
+// of BERT-base's 72 MatMuls at batch 1. Where it runs, the engine holds the packed copy next to the weights.
 #include <memory>
 
 #include "kernels/cpu/cpu_features.h"
@@ -30,17 +30,13 @@ class PackedProduct final : public Kernel {
  public:
   explicit PackedProduct(const OpCall& call) {
     const Tensor* w = call.constant(1);
-    constant_ = w != nullptr;
-    const Dims& wd = call.inputs[1].dims;
-    const cpu::MatrixView view = weights_view(call, w ? w->data<float>() : nullptr, wd);
-    if (!packed_.adopt(call.prepared, view.k, view.n) && w) packed_.pack(view);
+    packed_.init(call.prepared, weights_view(call, w ? w->data<float>() : nullptr, call.inputs[1].dims));
   }
 
   Status run(KernelContext& ctx) override {
     Tensor& y = ctx.dst[0];
     if (y.numel() == 0) return Status::ok();
-    if (!constant_) packed_.pack(weights_view(ctx.call, ctx.src[1].data<float>(), ctx.src[1].dims()));
-    const cpu::PackedColumns& b = packed_.columns();
+    const cpu::PackedColumns& b = packed_.for_run(weights_view(ctx.call, ctx.src[1].data<float>(), ctx.src[1].dims()));
     const Tensor& a = ctx.src[0];
     if (a.numel() % b.k != 0 || y.numel() != a.numel() / b.k * b.n)
       return invalid_argument("cpu.packed product: input ", a.dims().to_string(), " and output ", y.dims().to_string(),
@@ -61,7 +57,6 @@ class PackedProduct final : public Kernel {
   std::string detail() const override { return "packed GEMM 6x16, AVX2"; }
 
  private:
-  bool constant_ = false;
   cpu::PackedWeights packed_;
 };
 
@@ -94,8 +89,7 @@ Status matmul_supports(const OpCall& call) {
 }
 
 Status fully_connected_supports(const OpCall& call) {
-  KILN_RETURN_IF_ERROR(common_supports(call, call.attrs_as<FullyConnectedAttrs>().fused));
-  return Status::ok();
+  return common_supports(call, call.attrs_as<FullyConnectedAttrs>().fused);
 }
 
 Result<Tensor> prepare(const OpCall& call) {

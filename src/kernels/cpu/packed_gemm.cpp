@@ -1,9 +1,10 @@
 // Blocked float32 product on a B packed ahead (see packed_gemm.h). Work is split into tasks of (a block of A's rows,
 // a group of B's panels); each task walks K in blocks of kDepth rows and, for each six rows of A, runs the register
 // kernel against every panel of its group: those six rows' K block (3 KB) stays in L1 while the group's panels (64 KB)
-// come from L2. A is read in place: packing it cost a fifth of the time (it was packed again for every group), and
-// this order ran 10-25% faster than oneDNN 2.6's sgemm on BERT-base's [128, 768] x [768, 3072] and level with it at
-// 1024 rows (2 Zen 3 cores, alternating runs). Partial sums go to c between K blocks: the first block adds bias and
+// come from L2. A is read in place: packing it cost a fifth of the time (it was packed again for every group). On
+// BERT-base's shapes this runs about level with oneDNN 2.6's sgemm (0.9-1.25x in alternating runs on 2 Zen 3 cores,
+// the minute deciding); the register kernel is bound by its loads (about 92 of 140 GFLOP/s per core with the data in
+// L1). Partial sums go to c between K blocks: the first block adds bias and
 // residual (each element's residual is read just before c is written there, so the residual may be c itself), the
 // last applies the activation.
 #include "kernels/cpu/packed_gemm.h"
@@ -200,6 +201,19 @@ void PackedWeights::pack(const MatrixView& b) {
   storage_.resize(static_cast<size_t>(packed_floats(b.k, b.n)));
   pack_columns(b, storage_.data());
   columns_ = PackedColumns{b.k, b.n, storage_.data()};
+}
+
+void PackedWeights::init(const Tensor* prepared, const MatrixView& constant) {
+  fixed_ = adopt(prepared, constant.k, constant.n);
+  if (!fixed_ && constant.data) {
+    pack(constant);
+    fixed_ = true;
+  }
+}
+
+const PackedColumns& PackedWeights::for_run(const MatrixView& given) {
+  if (!fixed_) pack(given);
+  return columns_;
 }
 
 namespace {

@@ -34,14 +34,18 @@ class PackedWeights {
  public:
   /// The prepared blob for the engine: a 64-byte header (k, n), then the panels.
   static Result<Tensor> prepare(const MatrixView& b);
-  /// Takes the engine's blob (a view: the engine keeps it) if it holds a k x n matrix; false otherwise.
-  bool adopt(const Tensor* prepared, int64_t k, int64_t n);
-  /// Packs b into storage of its own.
-  void pack(const MatrixView& b);
-  const PackedColumns& columns() const { return columns_; }
-  bool ready() const { return columns_.data != nullptr; }
+  /// At kernel creation: adopts `prepared` (a view: the engine keeps it) when it holds a k x n matrix, else packs
+  /// `constant` when its data is there (an engine constant); otherwise the weights come with each run.
+  void init(const Tensor* prepared, const MatrixView& constant);
+  /// B for a run whose weights are `given`: packed again unless init fixed them (a buffer at the same address may
+  /// hold new weights).
+  const PackedColumns& for_run(const MatrixView& given);
 
  private:
+  bool adopt(const Tensor* prepared, int64_t k, int64_t n);
+  void pack(const MatrixView& b);
+
+  bool fixed_ = false;  // adopted or packed from a constant at init
   std::vector<float> storage_;
   PackedColumns columns_;
 };

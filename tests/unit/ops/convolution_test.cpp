@@ -333,80 +333,50 @@ TEST(Convolution, EpilogueOnEveryOnednnTacticMatchesTheReference) {
   }
 }
 
-// cpu.winograd_nhwc with weights given at run time: a second run with new weights in the same buffer follows them
-// (the transformed weights are not kept from the first), and y may be the residual's own memory.
-TEST(Convolution, WinogradFollowsRunTimeWeightsAndAnInPlaceResidual) {
-  const KernelImpl* impl = nullptr;
-  for (const KernelImpl* k : KernelRegistry::global().find("Convolution", Backend::kCpu))
-    if (k->name == "cpu.winograd_nhwc") impl = k;
-  ASSERT_NE(impl, nullptr);
-  ConvolutionAttrs a;
-  a.channels_last = true;
-  a.pads = {1, 1, 1, 1};
-  a.fused = FusedActivation::from(activation_defaults(ActivationKind::kRelu));
-  const Dims xd{2, 7, 5, 16}, wd{32, 3, 3, 16}, yd{2, 7, 5, 32};
+// The own NHWC kernels that keep transformed weights (cpu.winograd_nhwc, cpu.conv_gemm_nhwc), with the weights
+// prepared at build time (where the kernel prepares), transformed from an engine constant, or given at run time (a
+// second run with new weights in the same buffer follows them); y written over the residual. cpu.conv_gemm_nhwc: a
+// 1x1 convolution over 300 channels (x read in place) and a 3x3 stride-2 one over 40 (gathered rows), both in three
+// K blocks, so the residual is added before the later blocks' sums.
+TEST(Convolution, OwnNhwcKernelsFollowRunTimeWeightsAndUsePreparedOnes) {
   auto fill = [](Tensor& t, int seed) {
     for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 37 + seed) % 23) / 23.f - 0.5f;
   };
-  Tensor x = *Tensor::empty(DataType::kFloat32, xd), w = *Tensor::empty(DataType::kFloat32, wd);
-  Tensor b = *Tensor::empty(DataType::kFloat32, {32}), r = *Tensor::empty(DataType::kFloat32, yd);
-  fill(x, 1), fill(b, 3), fill(r, 4);
-  const OpSchema* s = OpRegistry::global().find("Convolution");
-  const OpCall call{s, &a, {f32(xd), f32(wd), f32({32}), f32(yd)}, {f32(yd)}, {nullptr, nullptr, nullptr, nullptr}};
-  const Status ok = impl->supports(call);
-  if (!ok.is_ok()) GTEST_SKIP() << ok.message();  // a CPU without AVX2 and FMA
-  auto kernel = impl->create(call);
-  ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
-  for (int run = 0; run < 2; ++run) {
-    fill(w, 2 + 5 * run);  // new weights, same buffer
-    std::vector<Tensor> want{*Tensor::empty(DataType::kFloat32, yd)};
-    ASSERT_TRUE(op_test::run_engine(call, Backend::kRef, {x, w, b, r}, want).is_ok());
-    Tensor y = *r.clone();  // the output written over the residual
-    KernelContext ctx{call, {x, w, b, y}, {y}, cpu_stream(), cpu_allocator()};
-    ASSERT_TRUE((*kernel)->run(ctx).is_ok());
-    for (int64_t i = 0; i < y.numel(); ++i)
-      ASSERT_NEAR(y.data<float>()[i], want[0].data<float>()[i], 1e-4) << "at " << i << ", run " << run;
-  }
-}
-
-// cpu.conv_gemm_nhwc with its weights prepared at build time, packed from an engine constant, or given at run time (new
-// weights in the same buffer on the second run are followed); y written over the residual. A 1x1 convolution over 300
-// channels (x read in place) and a 3x3 stride-2 one over 40 (gathered rows): both take three K blocks, so the
-// residual is added before the later blocks' sums.
-TEST(Convolution, ConvGemmFromPreparedConstantOrRunTimeWeightsWithAnInPlaceResidual) {
-  const KernelImpl* impl = nullptr;
-  for (const KernelImpl* k : KernelRegistry::global().find("Convolution", Backend::kCpu))
-    if (k->name == "cpu.conv_gemm_nhwc") impl = k;
-  ASSERT_NE(impl, nullptr);
-  auto fill = [](Tensor& t, int seed) {
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 37 + seed) % 23) / 23.f - 0.5f;
-  };
-  struct Geometry {
+  struct Case {
+    const char* kernel;
     Dims x, w, y;
     std::vector<int64_t> strides, pads;
   };
-  for (const Geometry& geo : {Geometry{{2, 3, 5, 300}, {40, 1, 1, 300}, {2, 3, 5, 40}, {1, 1}, {0, 0, 0, 0}},
-                              Geometry{{1, 7, 6, 40}, {24, 3, 3, 40}, {1, 4, 3, 24}, {2, 2}, {1, 1, 1, 1}}}) {
+  const Case cases[] = {
+      {"cpu.winograd_nhwc", {2, 7, 5, 16}, {32, 3, 3, 16}, {2, 7, 5, 32}, {1, 1}, {1, 1, 1, 1}},
+      {"cpu.conv_gemm_nhwc", {2, 3, 5, 300}, {40, 1, 1, 300}, {2, 3, 5, 40}, {1, 1}, {0, 0, 0, 0}},
+      {"cpu.conv_gemm_nhwc", {1, 7, 6, 40}, {24, 3, 3, 40}, {1, 4, 3, 24}, {2, 2}, {1, 1, 1, 1}},
+  };
+  const OpSchema* s = OpRegistry::global().find("Convolution");
+  for (const Case& k : cases) {
+    const KernelImpl* impl = nullptr;
+    for (const KernelImpl* candidate : KernelRegistry::global().find("Convolution", Backend::kCpu))
+      if (candidate->name == k.kernel) impl = candidate;
+    ASSERT_NE(impl, nullptr) << k.kernel;
     ConvolutionAttrs a;
     a.channels_last = true;
-    a.strides = geo.strides;
-    a.pads = geo.pads;
+    a.strides = k.strides;
+    a.pads = k.pads;
     a.fused = FusedActivation::from(activation_defaults(ActivationKind::kRelu));
-    const int64_t m = geo.w[0];
-    Tensor x = *Tensor::empty(DataType::kFloat32, geo.x), w = *Tensor::empty(DataType::kFloat32, geo.w);
-    Tensor b = *Tensor::empty(DataType::kFloat32, {m}), r = *Tensor::empty(DataType::kFloat32, geo.y);
+    const int64_t m = k.w[0];
+    Tensor x = *Tensor::empty(DataType::kFloat32, k.x), w = *Tensor::empty(DataType::kFloat32, k.w);
+    Tensor b = *Tensor::empty(DataType::kFloat32, {m}), r = *Tensor::empty(DataType::kFloat32, k.y);
     fill(x, 1), fill(b, 3), fill(r, 4);
-    const OpSchema* s = OpRegistry::global().find("Convolution");
     for (const char* mode : {"prepared", "constant", "run time"}) {
-      SCOPED_TRACE(str_cat(geo.w.to_string(), ", ", mode));
-      const bool run_time = std::string(mode) == "run time";
+      SCOPED_TRACE(str_cat(k.kernel, " ", k.w.to_string(), ", ", mode));
+      const bool run_time = std::string(mode) == "run time", prepare = std::string(mode) == "prepared";
+      if (prepare && !impl->prepare) continue;
       fill(w, 2);
-      OpCall call{
-          s, &a, {f32(geo.x), f32(geo.w), f32({m}), f32(geo.y)}, {f32(geo.y)}, {nullptr, run_time ? nullptr : &w}};
+      OpCall call{s, &a, {f32(k.x), f32(k.w), f32({m}), f32(k.y)}, {f32(k.y)}, {nullptr, run_time ? nullptr : &w}};
       const Status ok = impl->supports(call);
       if (!ok.is_ok()) GTEST_SKIP() << ok.message();  // a CPU without AVX2 and FMA
       Tensor prepared;
-      if (std::string(mode) == "prepared") {
+      if (prepare) {
         auto p = impl->prepare(call);
         ASSERT_TRUE(p.is_ok()) << p.status().message();
         prepared = std::move(*p);
@@ -419,7 +389,7 @@ TEST(Convolution, ConvGemmFromPreparedConstantOrRunTimeWeightsWithAnInPlaceResid
         if (run_time) fill(w, 2 + 5 * run);  // new weights, same buffer
         Tensor used = *w.clone();
         if (!run_time) fill(used, 2);
-        std::vector<Tensor> want{*Tensor::empty(DataType::kFloat32, geo.y)};
+        std::vector<Tensor> want{*Tensor::empty(DataType::kFloat32, k.y)};
         OpCall reference = call;
         reference.constants.clear();
         reference.prepared = nullptr;
