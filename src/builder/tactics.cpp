@@ -313,7 +313,8 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
     return unsupported("no ", backend_name(search.backend), " kernel accepts ", call.schema->name, " ",
                        call.to_string(), reasons.empty() ? " (none registered)" : ":" + reasons);
   const bool check_workspace = search.workspace_limit > 0;
-  if ((search.level == 0 && !check_workspace) || (candidates.size() == 1 && !check_workspace))
+  if ((search.level == 0 && !check_workspace) ||
+      (candidates.size() == 1 && !check_workspace && !search.time_sole_candidate))
     return candidates.front();
   if (const std::string why = untimeable(call, search.backend); !why.empty()) {
     log.push_back(str_cat("not timed (", why, "): the first accepted candidate runs",
@@ -354,7 +355,7 @@ Result<TacticChoice> choose_kernel(const OpCall& call, TacticSearch& search, std
         continue;
       }
       c.ms = *hit;
-      ++search.cached;
+      search.cache->note_read(key);
       log.push_back(str_cat(candidate_name(*c.impl, c.tactic), ": ", c.ms, " ms (timing cache)"));
     } else {
       if (inputs.empty()) {

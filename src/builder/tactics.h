@@ -27,7 +27,9 @@ struct TacticSearch {
   /// Candidates whose workspace (Kernel::workspace_bytes) exceeds this are not chosen; 0: no limit. At
   /// level 0 the first candidate that fits is chosen.
   uint64_t workspace_limit = 0;
-  int timed = 0, cached = 0;      ///< candidates measured and read from the cache so far
+  /// Time a node's only candidate too (the builder compares layouts by the sum of the chosen kernels' times).
+  bool time_sole_candidate = false;
+  int timed = 0;                  ///< candidates measured so far (the cache counts what it gave: TimingCache::reads)
   double timing_ms = 0;           ///< time spent measuring
   std::shared_ptr<GpuTimer> gpu;  ///< made on the first CUDA candidate timed
 };

@@ -61,6 +61,7 @@ Status TimingCache::load(const std::string& path, std::vector<std::string>& warn
   for (const auto& [key, ms] : json["times"].items()) {
     if (!ms.is_number() || ms.get<double>() < 0) return bad();
     times_[key] = ms.get<double>();
+    from_file_.insert(key);
   }
   return Status::ok();
 }

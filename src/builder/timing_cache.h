@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kiln/status.h"
@@ -23,10 +24,17 @@ class TimingCache {
   void put(const std::string& key, double ms) { times_[key] = ms; }
   size_t size() const { return times_.size(); }
   const std::string& device() const { return device_; }
+  /// Notes that a time read from the file was used (times measured in this build do not count).
+  void note_read(const std::string& key) {
+    if (from_file_.count(key)) read_.insert(key);
+  }
+  /// How many of the file's times were used.
+  int reads() const { return static_cast<int>(read_.size()); }
 
  private:
   std::string device_;
   std::unordered_map<std::string, double> times_;
+  std::unordered_set<std::string> from_file_, read_;
 };
 
 /// A stable 64-bit hash (FNV-1a) of `text`, as 16 hex digits.

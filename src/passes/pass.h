@@ -42,6 +42,9 @@ struct LayoutOptions {
   /// when every reader of its output is a convolution that goes channels-last: either alone would cost a transpose
   /// in and out for nothing (the CPU builder sets it).
   bool pooling_joins_only = false;
+  /// layout-blocked: 2-D float32 convolutions on activations in blocks of 8 channels (oneDNN's nChw8c) where the
+  /// backend has such kernels.
+  bool channel_blocks = false;
   /// matmul-weights-nk: a MatrixMultiply's constant [K, N] weights stored as [N, K] (the CPU builder sets it:
   /// oneDNN's AVX2 GEMM reads them so up to twice as fast).
   bool matmul_weights_nk = false;

@@ -36,7 +36,9 @@ std::vector<Pass> all_optimizer_passes() {
       pointwise_chain_pass(),
       // Precision after the fusions, so fused layers are lowered whole.
       precision_pass(),
-      // Channels-last convolutions and pooling where the backend wants them (CUDA builds), on the final layers.
+      // Layouts on the final layers: convolutions in channel blocks (CPU builds that ask for them), then
+      // channels-last convolutions and pooling where the backend wants them.
+      layout_blocked_pass(),
       layout_nhwc_pass(),
       // Constant MatMul weights as [N, K] where the backend reads them faster so (CPU builds).
       matmul_weights_nk_pass(),

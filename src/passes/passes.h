@@ -42,7 +42,9 @@ Pass mlp_pass();
 // Precision (precision.cpp): after the fusions, so fused layers are lowered whole.
 Pass precision_pass();
 
-// Layout (layout_nhwc.cpp): after the precision pass, so the layers it converts are final.
+// Layout (layout_blocked.cpp, layout_nhwc.cpp): after the precision pass, so the layers they convert are final;
+// blocks first, NHWC for the convolutions blocks do not take.
+Pass layout_blocked_pass();
 Pass layout_nhwc_pass();
 Pass matmul_weights_nk_pass();
 

@@ -17,10 +17,25 @@ bool channels_last_layer(const Node* n) {
   return false;
 }
 
+// The channel block of a convolution in blocks (the layout-blocked pass), else 0.
+int64_t channel_block_of(const Node* n) {
+  if (!n || !n->attrs || n->op() != "Convolution") return 0;
+  return static_cast<const ConvolutionAttrs&>(*n->attrs).channel_block;
+}
+
 // How a tensor lies in memory: "NHWC" for the activations of channels-last layers (and the transposes into and out
-// of them), "KRSC" for their weights ([M, kH, kW, C/group]), "linear" (row-major in the given dims) otherwise.
+// of them), "KRSC" for their weights ([M, kH, kW, C/group]), "nChw8c" (oneDNN's name) for activations in blocks of 8
+// channels, "linear" (row-major in the given dims) otherwise.
 std::string format_of(const Value& v) {
   if (channels_last_layer(v.producer)) return "NHWC";
+  if (const int64_t b = channel_block_of(v.producer); b > 0) return str_cat("nChw", b, "c");
+  for (const Use& use : v.uses) {
+    const ConvolutionAttrs* a = use.node->op() == "Convolution" && use.node->attrs
+                                    ? &static_cast<const ConvolutionAttrs&>(*use.node->attrs)
+                                    : nullptr;
+    if (a && a->channel_block > 0 && (use.input == 3 || (use.input == 0 && !a->plain_input)))
+      return str_cat("nChw", a->channel_block, "c");
+  }
   for (const Use& use : v.uses) {
     if (!channels_last_layer(use.node)) continue;
     if (use.node->op() == "Convolution" && use.input == 1) return "KRSC";

@@ -239,12 +239,28 @@ bool is_channels_last(const OpCall& call) {
   return call.schema->name == "Convolution" && call.attrs_as<ConvolutionAttrs>().channels_last;
 }
 
+int64_t channel_block(const OpCall& call) {
+  return call.schema->name == "Convolution" ? call.attrs_as<ConvolutionAttrs>().channel_block : 0;
+}
+
+// oneDNN's layout for blocks of `block` channels over NCHW dims (nChw8c, nChw16c).
+Result<memory::desc> blocked_desc(const Dims& nchw, int64_t block) {
+  if (block != 8 && block != 16) return unsupported("oneDNN's blocked layouts hold 8 or 16 channels, not ", block);
+  return memory::desc({nchw[0], nchw[1], nchw[2], nchw[3]}, memory::data_type::f32,
+                      block == 8 ? memory::format_tag::nChw8c : memory::format_tag::nChw16c);
+}
+
+// The problem of a convolution in channel blocks: the geometry from the NCHW views, blocked memory descriptors.
+Result<OnednnProblem> onednn_problem_blocked(const OpCall& call, const Dims& x, const Dims& w, const Dims& y,
+                                             bool has_bias);
+
 // The problem of a channels-last convolution: the geometry from the NCHW views, NHWC memory descriptors.
 Result<OnednnProblem> onednn_problem_nhwc(const OpCall& call, const Dims& x, const Dims& w, const Dims& y,
                                           bool has_bias);
 
 Result<OnednnProblem> onednn_problem(const OpCall& call, const Dims& x, const Dims& w, const Dims& y, bool has_bias) {
   if (is_channels_last(call)) return onednn_problem_nhwc(call, x, w, y, has_bias);
+  if (channel_block(call) > 0) return onednn_problem_blocked(call, x, w, y, has_bias);
   OnednnProblem p;
   p.deconv = call.schema->name == "Deconvolution";
   ConvWindow win;
@@ -299,6 +315,25 @@ Result<OnednnProblem> onednn_problem_nhwc(const OpCall& call, const Dims& x, con
   return p;
 }
 
+Result<OnednnProblem> onednn_problem_blocked(const OpCall& call, const Dims& x, const Dims& w, const Dims& y,
+                                             bool has_bias) {
+  const auto& a = call.attrs_as<ConvolutionAttrs>();
+  if (x.rank() != (a.plain_input ? 4 : 5) || w.rank() != 4 || y.rank() != 5)
+    return unsupported("a convolution in channel blocks is 2-D: x [N, C/B, H, W, B], w [M, C/group, kH, kW]");
+  ConvolutionAttrs nchw = a;
+  nchw.channel_block = 0;
+  nchw.plain_input = false;
+  OpCall view = call;
+  view.attrs = &nchw;
+  const Dims x_nchw = a.plain_input ? x : blocked_to_nchw(x), y_nchw = blocked_to_nchw(y);
+  KILN_ASSIGN_OR_RETURN(OnednnProblem p, onednn_problem(view, x_nchw, w, y_nchw, has_bias));
+  if (!a.plain_input) {
+    KILN_ASSIGN_OR_RETURN(p.src, blocked_desc(x_nchw, a.channel_block));
+  }
+  KILN_ASSIGN_OR_RETURN(p.dst, blocked_desc(y_nchw, a.channel_block));
+  return p;
+}
+
 memory::desc any_desc(const memory::desc& d) {
   return memory::desc(d.dims(), memory::data_type::f32, memory::format_tag::any);
 }
@@ -335,6 +370,15 @@ std::optional<ConvTactic> parse_tactic(const std::string& t) {
   if (t == kBlockedEpilogue) return ConvTactic{false, true};
   if (t == kPlainEpilogue) return ConvTactic{true, true};
   return std::nullopt;
+}
+
+// A call's tactic. A convolution in channel blocks is run as it is ("plain", also the default): its activations are
+// in oneDNN's layout already.
+std::optional<ConvTactic> tactic_of(const OpCall& call) {
+  if (channel_block(call) > 0)
+    return call.tactic.empty() || call.tactic == kPlain ? std::optional<ConvTactic>(ConvTactic{true, false})
+                                                        : std::nullopt;
+  return parse_tactic(call.tactic);
 }
 
 // The problem oneDNN runs for a tactic: without post-ops when kiln applies the epilogue itself.
@@ -439,15 +483,19 @@ bool prepared_fits(const Tensor* prepared, const memory::desc& want) {
 class OnednnConvolution final : public Kernel {
  public:
   /// Constant weights are used as prepared at build time, or else reordered into the primitive's layout once.
-  OnednnConvolution(const Tensor* constant_weights, const Tensor* prepared, ConvTactic tactic)
+  OnednnConvolution(const Tensor* constant_weights, const Tensor* prepared, ConvTactic tactic, int64_t channel_block)
       : constant_weights_(constant_weights),
         prepared_(prepared),
         plain_(tactic.plain),
-        own_epilogue_(tactic.own_epilogue) {}
+        own_epilogue_(tactic.own_epilogue),
+        channel_block_(channel_block) {}
 
   std::string detail() const override {
     if (!ready_) return {};
-    return plan_ ? str_cat("oneDNN ", plan_->impl, plain_ ? " (plain layout)" : " (blocked layout)",
+    return plan_ ? str_cat("oneDNN ", plan_->impl,
+                           channel_block_ > 0 ? str_cat(" (blocks of ", channel_block_, " channels)")
+                           : plain_           ? " (plain layout)"
+                                              : " (blocked layout)",
                            own_epilogue_ && epilogue_ ? ", kiln's epilogue" : "",
                            use_prepared_ ? ", weights prepared at build time" : "")
                  : "own loops (oneDNN declined)";
@@ -492,6 +540,9 @@ class OnednnConvolution final : public Kernel {
     if (!plan_ && is_channels_last(ctx.call))
       return unsupported("oneDNN declined this channels_last convolution at run time (x ", x.dims().to_string(),
                          "); the own loops are NCHW only: build the engine with `--disable-pass layout-nhwc`");
+    if (!plan_ && channel_block(ctx.call) > 0)
+      return unsupported("oneDNN declined this convolution in channel blocks at run time (x ", x.dims().to_string(),
+                         "); the own loops are NCHW only: build the engine with `--disable-pass layout-blocked`");
     if (!plan_) return deconv ? deconv_loops(ctx) : conv_loops_with_epilogue(ctx);
     return onednn::guard("convolution", [&] {
       auto& s = onednn::stream();
@@ -542,6 +593,7 @@ class OnednnConvolution final : public Kernel {
   const Tensor* prepared_;
   bool plain_;
   bool own_epilogue_;
+  int64_t channel_block_;
   bool epilogue_ = false;  // the problem has a residual or an activation
   FusedActivation fused_;
   bool use_prepared_ = false;
@@ -552,10 +604,13 @@ class OnednnConvolution final : public Kernel {
   std::optional<OnednnPlan> plan_;
 };
 
-// The own loops take NCHW activations only; channels_last (the layout-nhwc pass) is oneDNN's.
+// The own loops take NCHW activations only; channels_last (the layout-nhwc pass) and channel blocks (layout-blocked)
+// are oneDNN's.
 Status reject_channels_last(const OpCall& call) {
   if (is_channels_last(call))
     return unsupported("the CPU convolution loops take NCHW tensors, not channels_last (NHWC)");
+  if (channel_block(call) > 0)
+    return unsupported("the CPU convolution loops take NCHW tensors, not blocks of ", channel_block(call), " channels");
   return Status::ok();
 }
 
@@ -563,6 +618,8 @@ Status reject_channels_last(const OpCall& call) {
 // other than depthwise (a network's first convolution over RGB stays NCHW), and only with static shapes
 // (oneDNN must take the problem at build time: the own loops cannot stand in for it at run time).
 Status channels_last_supports(const OpCall& call) {
+  if (channel_block(call) > 0 && (!call.inputs[0].dims.is_static() || !call.outputs[0].dims.is_static()))
+    return unsupported("channel blocks on the CPU need static shapes");
   if (!is_channels_last(call)) return Status::ok();
   const Dims& x = call.inputs[0].dims;
   const Dims& w = call.inputs[1].dims;
@@ -606,9 +663,10 @@ Status loops_support(const OpCall& call) {
 }
 
 Result<std::unique_ptr<Kernel>> create_onednn(const OpCall& call) {
-  const std::optional<ConvTactic> tactic = parse_tactic(call.tactic);
-  if (!tactic) return invalid_argument("cpu.onednn.convolution has no tactic '", call.tactic, "'");
-  return std::unique_ptr<Kernel>(std::make_unique<OnednnConvolution>(call.constant(1), call.prepared, *tactic));
+  const std::optional<ConvTactic> tactic = tactic_of(call);
+  if (!tactic) return invalid_argument("cpu.onednn.convolution has no tactic '", call.tactic, "' for this layer");
+  return std::unique_ptr<Kernel>(
+      std::make_unique<OnednnConvolution>(call.constant(1), call.prepared, *tactic, channel_block(call)));
 }
 
 // Constant weights in the layout the primitive of this tactic wants, made once at build time (see kPreparedHeader).
@@ -617,8 +675,8 @@ Result<Tensor> prepare_onednn(const OpCall& call) {
   const Dims& x = call.inputs[0].dims;
   const Dims& y = call.outputs[0].dims;
   if (!w || !x.is_static() || !y.is_static() || y.numel() == 0) return Tensor();
-  const std::optional<ConvTactic> tactic = parse_tactic(call.tactic);
-  if (!tactic) return invalid_argument("cpu.onednn.convolution has no tactic '", call.tactic, "'");
+  const std::optional<ConvTactic> tactic = tactic_of(call);
+  if (!tactic) return invalid_argument("cpu.onednn.convolution has no tactic '", call.tactic, "' for this layer");
   KILN_ASSIGN_OR_RETURN(OnednnProblem problem, onednn_problem(call, x, w->dims(), y, call.has_input(2)));
   const OnednnProblem p = for_tactic(problem, *tactic);
   Tensor out;
@@ -641,6 +699,8 @@ Result<Tensor> prepare_onednn(const OpCall& call) {
 }
 
 std::vector<std::string> onednn_tactics(const OpCall& call) {
+  // Blocked activations are already in oneDNN's layout: no reorders to choose, and its jit kernels apply post-ops.
+  if (channel_block(call) > 0) return {kPlain};
   if (call.schema->name == "Convolution" && has_conv_epilogue(call.attrs_as<ConvolutionAttrs>(), call.has_input(3)))
     return {kBlocked, kPlain, kBlockedEpilogue, kPlainEpilogue};
   return {kBlocked, kPlain};

@@ -728,6 +728,8 @@ Status conv_supports(const OpCall& call) {
   if (r < 3 || r > 5) return unsupported("cuDNN convolution takes 1-D to 3-D problems");
   if (call.attrs_as<ConvolutionAttrs>().channels_last && (r != 4 || call.inputs[1].dims.rank() != 4))
     return unsupported("a channels_last convolution is 2-D: x [N, H, W, C], w [M, kH, kW, C/G]");
+  if (call.attrs_as<ConvolutionAttrs>().channel_block > 0)
+    return unsupported("cuDNN takes NCHW and NHWC activations, not blocks of channels (a CPU layout)");
   if (!call.inputs[0].dims.is_static() || !call.inputs[1].dims.is_static()) return Status::ok();
   KILN_ASSIGN_OR_RETURN(
       ConvWindow win, convolution_window(call.attrs_as<ConvolutionAttrs>(), call.inputs[0].dims, call.inputs[1].dims));

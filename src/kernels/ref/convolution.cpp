@@ -85,12 +85,42 @@ Status convolve(const ConvolutionAttrs& a, const Dims& x_dims, const float* src,
   return Status::ok();
 }
 
+// channel_block B: the same computation on NCHW copies. A block layout [N, C/B, S, B] is [N * C/B, S, B] channels-last
+// with B "channels", so the channels-last copies convert it.
+Status run_blocked(KernelContext& ctx, const float* residual) {
+  const auto& a = ctx.attrs<ConvolutionAttrs>();
+  const Tensor& x = ctx.src[0];
+  const Tensor& w = ctx.src[1];
+  Tensor& y = ctx.dst[0];
+  const Dims& xd = x.dims();
+  const Dims& yd = y.dims();
+  if ((!a.plain_input && xd.rank() != 5) || yd.rank() != 5 || w.dims().rank() != 4)
+    return invalid_argument(
+        "ref.convolution: channel_block needs x [N, C/B, H, W, B] and y [N, M/B, Ho, Wo, B], got x ", xd.to_string(),
+        " and y ", yd.to_string());
+  const int64_t b = a.channel_block, ys = yd[2] * yd[3];
+  ConvolutionAttrs nchw = a;
+  nchw.channel_block = 0;
+  nchw.plain_input = false;
+  std::vector<float> xc;
+  if (!a.plain_input) xc = ref::to_channels_first(x.data<float>(), xd[0] * xd[1], xd[2] * xd[3], b);
+  std::vector<float> rc;
+  if (residual) rc = ref::to_channels_first(residual, yd[0] * yd[1], ys, b);
+  std::vector<float> out(static_cast<size_t>(y.numel()));
+  KILN_RETURN_IF_ERROR(convolve(nchw, a.plain_input ? xd : blocked_to_nchw(xd),
+                                a.plain_input ? x.data<float>() : xc.data(), w.dims(), w.data<float>(), bias_of(ctx),
+                                residual ? rc.data() : nullptr, out.data(), y.numel()));
+  ref::to_channels_last(out.data(), y.data<float>(), yd[0] * yd[1], b, ys);
+  return Status::ok();
+}
+
 Status run_convolution(KernelContext& ctx) {
   const auto& a = ctx.attrs<ConvolutionAttrs>();
   const Tensor& x = ctx.src[0];
   const Tensor& w = ctx.src[1];
   Tensor& y = ctx.dst[0];
   const float* residual = ctx.src.size() > 3 && ctx.src[3].defined() ? ctx.src[3].data<float>() : nullptr;
+  if (a.channel_block > 0) return run_blocked(ctx, residual);
   if (!a.channels_last)
     return convolve(a, x.dims(), x.data<float>(), w.dims(), w.data<float>(), bias_of(ctx), residual, y.data<float>(),
                     y.numel());

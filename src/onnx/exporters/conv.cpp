@@ -28,10 +28,11 @@ KILN_REGISTER_ONNX_EXPORTER("Convolution", [](ExportContext& ctx, const Node& no
                        : residual             ? "a residual input"
                                               : "a fused activation",
                        ") that ONNX Conv cannot express; export the graph before optimizing it");
-  if (a.channels_last)
-    return unsupported("Convolution '", node.name,
-                       "' is channels_last (NHWC), which ONNX Conv cannot express; export the graph before "
-                       "optimizing it");
+  if (a.channels_last || a.channel_block > 0)
+    return unsupported(
+        "Convolution '", node.name, "' is ",
+        a.channels_last ? "channels_last (NHWC)" : str_cat("in blocks of ", a.channel_block, " channels"),
+        ", which ONNX Conv cannot express; export the graph before optimizing it");
   auto& n = ctx.add_node("Conv", input_names(ctx, node), output_names(ctx, node), node.name);
   set_if(n, "kernel_shape", a.kernel_shape);
   set_if(n, "strides", a.strides);

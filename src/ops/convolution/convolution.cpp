@@ -207,7 +207,48 @@ Result<ConvWindow> deconv_window(const std::vector<int64_t>& input, const std::v
 Dims nhwc_to_nchw(const Dims& d) { return d.rank() == 4 ? Dims{d[0], d[3], d[1], d[2]} : d; }
 Dims nchw_to_nhwc(const Dims& d) { return d.rank() == 4 ? Dims{d[0], d[2], d[3], d[1]} : d; }
 
+Dims blocked_to_nchw(const Dims& d) {
+  if (d.rank() != 5) return d;
+  const int64_t c = d[1] == kDynamicDim || d[4] == kDynamicDim ? kDynamicDim : d[1] * d[4];
+  return Dims{d[0], c, d[2], d[3]};
+}
+
+Dims nchw_to_blocked(const Dims& d, int64_t block) {
+  if (d.rank() != 4 || block <= 0) return d;
+  return Dims{d[0], d[1] == kDynamicDim ? kDynamicDim : d[1] / block, d[2], d[3], block};
+}
+
 namespace {
+
+// channel_block is 2-D only: x [N, C/B, H, W, B] (or NCHW with plain_input), w [M, C/group, kH, kW].
+Status check_channel_block(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
+  if (a.channels_last)
+    return invalid_argument("Convolution has both channels_last and channel_block ", a.channel_block,
+                            "; a layer takes one layout: clear one of them");
+  if (a.channel_block < 0 || a.channel_block > 64)
+    return invalid_argument("Convolution attribute channel_block is ", a.channel_block, "; it must be 0 to 64");
+  const int x_rank = a.plain_input ? 4 : 5;
+  if (x.rank() != x_rank || w.rank() != 4)
+    return invalid_argument("Convolution with channel_block ", a.channel_block, " is 2-D only: x ",
+                            a.plain_input ? "[N, C, H, W]" : "[N, C/B, H, W, B]", " and w [M, C/group, kH, kW], got x ",
+                            x.to_string(), " and w ", w.to_string(), "; clear channel_block for other convolutions");
+  if (!a.plain_input && x[4] != a.channel_block)
+    return invalid_argument("Convolution x of shape ", x.to_string(), " has blocks of ", x[4],
+                            " channels; channel_block is ", a.channel_block);
+  if (w[0] != kDynamicDim && w[0] % a.channel_block != 0)
+    return invalid_argument("Convolution w of shape ", w.to_string(), " has ", w[0], " output channels, not a ",
+                            "multiple of channel_block ", a.channel_block);
+  return Status::ok();
+}
+
+// x as NCHW dims, whatever the layer's layout.
+Result<Dims> nchw_input(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
+  if (a.channel_block > 0) {
+    KILN_RETURN_IF_ERROR(check_channel_block(a, x, w));
+    return a.plain_input ? x : blocked_to_nchw(x);
+  }
+  return a.channels_last ? nhwc_to_nchw(x) : x;
+}
 
 // channels_last is 2-D only: x [N, H, W, C] and w [M, kH, kW, C/group].
 Status check_channels_last(const Dims& x, const Dims& w) {
@@ -222,7 +263,7 @@ Status check_channels_last(const Dims& x, const Dims& w) {
 
 Result<ConvWindow> convolution_window(const ConvolutionAttrs& a, const Dims& x_in, const Dims& w_in) {
   if (a.channels_last) KILN_RETURN_IF_ERROR(check_channels_last(x_in, w_in));
-  const Dims x = a.channels_last ? nhwc_to_nchw(x_in) : x_in;
+  KILN_ASSIGN_OR_RETURN(const Dims x, nchw_input(a, x_in, w_in));
   const Dims w = a.channels_last ? nhwc_to_nchw(w_in) : w_in;
   KILN_RETURN_IF_ERROR(check_ranks("Convolution", x, w));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, resolve_kernel("Convolution", a.kernel_shape, w));
@@ -296,8 +337,8 @@ OpSchema convolution_schema() {
     const auto& a = ctx.attrs_as<ConvolutionAttrs>();
     KILN_RETURN_IF_ERROR(check_dtypes(kOp, ctx));
     if (a.channels_last) KILN_RETURN_IF_ERROR(check_channels_last(ctx.input(0).dims, ctx.input(1).dims));
-    // The checks below read NCHW dims: channels_last inputs are viewed that way, the output turned back.
-    const Dims x = a.channels_last ? nhwc_to_nchw(ctx.input(0).dims) : ctx.input(0).dims;
+    // The checks below read NCHW dims: channels_last and blocked inputs are viewed that way, the output turned back.
+    KILN_ASSIGN_OR_RETURN(const Dims x, nchw_input(a, ctx.input(0).dims, ctx.input(1).dims));
     const Dims w = a.channels_last ? nhwc_to_nchw(ctx.input(1).dims) : ctx.input(1).dims;
     KILN_RETURN_IF_ERROR(check_ranks(kOp, x, w));
     KILN_RETURN_IF_ERROR(check_group(kOp, a.group));
@@ -313,6 +354,7 @@ OpSchema convolution_schema() {
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, ctx.input(0).dims, ctx.input(1).dims));
     KILN_ASSIGN_OR_RETURN(Dims out, output_dims(x[0], m, win.output));
     if (a.channels_last) out = nchw_to_nhwc(out);
+    if (a.channel_block > 0) out = nchw_to_blocked(out, a.channel_block);
     KILN_RETURN_IF_ERROR(check_residual(ctx, out));
     if (a.fused.on && a.fused.kind == ActivationKind::kPRelu)
       return invalid_argument(kOp, " attribute fused_kind is prelu, which cannot be fused (its slope is an input)");

@@ -22,7 +22,10 @@ const char* enum_name(AutoPad pad);
 /// Convolution inputs: x, w, b (optional) and residual (optional, the output's dtype and dims; set by the
 /// optimizer). y = fused(conv(x, w) + b + residual), `fused` an activation the optimizer fused (off by default).
 /// With `channels_last` (set by the layout-nhwc pass; 2-D only) x is [N, H, W, C], w [M, kH, kW, C/group], and
-/// the residual and y are [N, Ho, Wo, M].
+/// the residual and y are [N, Ho, Wo, M]. With `channel_block` B (set by the layout-blocked pass; 2-D only, C and M
+/// multiples of B) the activations are in blocks of B channels, oneDNN's nChw8c for B = 8: x is [N, C/B, H, W, B]
+/// (or NCHW with `plain_input`: a stem over a few channels), the residual and y [N, M/B, Ho, Wo, B]; w stays
+/// [M, C/group, kH, kW].
 struct ConvolutionAttrs : AttrsOf<ConvolutionAttrs> {
   std::vector<int64_t> kernel_shape;  ///< empty: taken from w
   std::vector<int64_t> strides;       ///< empty: all 1
@@ -32,6 +35,8 @@ struct ConvolutionAttrs : AttrsOf<ConvolutionAttrs> {
   AutoPad auto_pad = AutoPad::kNotSet;
   FusedActivation fused;       ///< the epilogue's activation
   bool channels_last = false;  ///< NHWC activations and [M, kH, kW, C/group] weights (2-D only)
+  int64_t channel_block = 0;   ///< activations in blocks of this many channels (0: none; 2-D only)
+  bool plain_input = false;    ///< with channel_block: x stays NCHW (only y and the residual are blocked)
 
   template <class V>
   void visit(V& v) {
@@ -43,6 +48,8 @@ struct ConvolutionAttrs : AttrsOf<ConvolutionAttrs> {
     v("auto_pad", auto_pad);
     fused.visit(v);
     v("channels_last", channels_last);
+    v("channel_block", channel_block);
+    v("plain_input", plain_input);
   }
 };
 
@@ -107,6 +114,10 @@ Result<ConvWindow> deconv_window(const std::vector<int64_t>& input, const std::v
 /// [N, H, W, C] -> [N, C, H, W] (rank 4 only; other dims come back unchanged), and back.
 Dims nhwc_to_nchw(const Dims& d);
 Dims nchw_to_nhwc(const Dims& d);
+/// [N, C/B, H, W, B] -> [N, C, H, W] (other ranks as they are).
+Dims blocked_to_nchw(const Dims& d);
+/// [N, C, H, W] -> [N, C/B, H, W, B] for C a multiple of B (other ranks as they are).
+Dims nchw_to_blocked(const Dims& d, int64_t block);
 
 /// The window of a Convolution node with input dims `x` and weight dims `w` (kernel from w unless
 /// kernel_shape is set, when both must agree). With attrs.channels_last, x and w are read as NHWC.

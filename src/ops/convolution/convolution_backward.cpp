@@ -11,6 +11,7 @@ Status check_plain(std::string_view op, const ConvolutionAttrs& a) {
   if (a.fused.on)
     return invalid_argument(op, " takes no fused activation (fused_activation is set): training graphs are unfused");
   if (a.channels_last) return invalid_argument(op, " is NCHW only: clear channels_last");
+  if (a.channel_block > 0) return invalid_argument(op, " is NCHW only: clear channel_block");
   return Status::ok();
 }
 

@@ -27,10 +27,12 @@ Status convolution_grad(GradBuilder& b) {
     return unsupported("this Convolution carries a fused ", a.fused.on ? "activation" : "residual add",
                        " (an optimizer fusion), which has no gradient: differentiate the model graph before "
                        "optimizing it (training graphs are unfused)");
-  if (a.channels_last)
-    return unsupported(
-        "this Convolution is channels_last (set by the layout-nhwc pass), which has no gradient: "
-        "differentiate the model graph before optimizing it");
+  if (a.channels_last || a.channel_block > 0)
+    return unsupported("this Convolution is ",
+                       a.channels_last ? "channels_last (set by the layout-nhwc pass)"
+                                       : "in channel blocks (set by the layout-blocked pass)",
+                       ", which has no gradient: "
+                       "differentiate the model graph before optimizing it");
   const GradValue dy = b.grad_output(0);
   if (!dy) return Status::ok();
   const GradValue x = b.input(0), w = b.input(1);

@@ -207,6 +207,15 @@ std::vector<OpCase> channels_last_cases() {
   ConvolutionAttrs dw_relu = conv({}, {2, 2, 2, 2}, {}, 16);
   dw_relu.fused = fused(ActivationKind::kRelu);
   c.push_back(nhwc_case("nhwc depthwise 5x5 residual + relu", dw_relu, {2, 6, 5, 16}, {16, 5, 5, 1}, true, true));
+  // Rows wide enough for cpu.depthwise_nhwc's 4-pixel tiles: 40 channels (16 + 16 + 8) with a residual and Clip;
+  // 13 channels (8 + a masked 5) through a 5x3 window with stride 2, dilation 2 and uneven pads; no pads at all.
+  c.push_back(nhwc_case("nhwc depthwise tiles, 40 channels 19 wide, residual + clip",
+                        clip_epilogue(conv({}, {1, 1, 1, 1}, {}, 40)), {1, 5, 19, 40}, {40, 3, 3, 1}, true, true));
+  c.push_back(nhwc_case("nhwc depthwise tiles, 13 channels 5x3 stride 2 dilation 2, no bias",
+                        conv({2, 2}, {2, 1, 3, 2}, {2, 2}, 13), {2, 11, 23, 13}, {13, 5, 3, 1}, false));
+  ConvolutionAttrs dw_unpadded = conv({}, {0, 0, 0, 0}, {}, 24);
+  dw_unpadded.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc depthwise tiles, no pads + relu", dw_unpadded, {1, 4, 12, 24}, {24, 3, 3, 1}));
   c.push_back(nhwc_case("nhwc stride 2", conv({2, 2}, {1, 1, 1, 1}), {2, 9, 9, 8}, {16, 3, 3, 8}));
   c.push_back(
       nhwc_case("nhwc 1x1 stride 2 + residual", conv({2, 2}, {0, 0, 0, 0}), {2, 7, 7, 16}, {8, 1, 1, 16}, true, true));
@@ -232,6 +241,40 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(deep_case);
   c.push_back(nhwc_case("nhwc 3 channels 3x3 stride 2 dilation 2, asymmetric pads, clip",
                         clip_epilogue(conv({2, 2}, {2, 1, 0, 2}, {2, 2})), {2, 11, 9, 3}, {20, 3, 3, 3}));
+  return c;
+}
+
+// Channel blocks (the layout-blocked pass's layers, oneDNN's nChw8c): x [N, C/8, H, W, 8] (NCHW with plain_input),
+// w [M, C/G, kH, kW], residual and y [N, M/8, Ho, Wo, 8]. `x` and `w` are given as NCHW dims.
+OpCase blocked_case(std::string name, ConvolutionAttrs a, Dims x, Dims w, bool bias = true, bool residual = false) {
+  a.channel_block = 8;
+  a.plain_input = x[1] % 8 != 0;
+  const int64_t ho = (x[2] + a.pads[0] + a.pads[2] - w[2]) / (a.strides.empty() ? 1 : a.strides[0]) + 1;
+  const int64_t wo = (x[3] + a.pads[1] + a.pads[3] - w[3]) / (a.strides.empty() ? 1 : a.strides[1]) + 1;
+  OpCase c = conv_case(std::move(name), a, a.plain_input ? x : nchw_to_blocked(x, 8), w, bias);
+  if (residual) {
+    if (!bias) c.inputs.push_back(absent());
+    c.inputs.push_back(uniform({x[0], w[0] / 8, ho, wo, 8}));
+  }
+  c.dtypes = {DataType::kFloat32};
+  c.tolerance_scale = 2;  // up to 16 channels x 3x3 per output
+  return c;
+}
+
+std::vector<OpCase> channel_block_cases() {
+  std::vector<OpCase> c;
+  c.push_back(blocked_case("blocks 3x3 pad 1, 16 into 24, residual + clip", clip_epilogue(conv({}, {1, 1, 1, 1})),
+                           {2, 16, 7, 6}, {24, 16, 3, 3}, true, true));
+  c.push_back(blocked_case("blocks depthwise stride 2, 32 channels, clip",
+                           clip_epilogue(conv({2, 2}, {1, 1, 1, 1}, {}, 32)), {1, 32, 9, 8}, {32, 1, 3, 3}));
+  c.push_back(
+      blocked_case("blocks 1x1, 16 into 8, no bias", conv({}, {0, 0, 0, 0}), {2, 16, 5, 5}, {8, 16, 1, 1}, false));
+  ConvolutionAttrs stem = clip_epilogue(conv({2, 2}, {1, 1, 1, 1}));
+  c.push_back(blocked_case("blocks stem: 3 NCHW channels into 16, stride 2", stem, {2, 3, 11, 10}, {16, 3, 3, 3}));
+  ConvolutionAttrs relu = conv({}, {0, 1, 2, 1});
+  relu.fused = fused(ActivationKind::kRelu);
+  c.push_back(
+      blocked_case("blocks asymmetric pads, residual + relu, no bias", relu, {1, 8, 6, 7}, {16, 8, 3, 2}, false, true));
   return c;
 }
 
@@ -282,6 +325,7 @@ KILN_OP_CASES(convolution) {
   std::vector<OpCase> cases = convolution_cases();
   for (OpCase& c : fused_convolution_cases()) cases.push_back(std::move(c));
   for (OpCase& c : channels_last_cases()) cases.push_back(std::move(c));
+  for (OpCase& c : channel_block_cases()) cases.push_back(std::move(c));
   for (OpCase& c : deconvolution_cases()) cases.push_back(std::move(c));
   return cases;
 }

@@ -212,7 +212,7 @@ TEST(Tactics, TheFastestCachedCandidateIsChosen) {
     ASSERT_TRUE(cache.save(path).is_ok());
     BuildOptions options;
     options.timing_cache_path = path;
-    options.passes.disabled = {"layout-nhwc"};  // the planted keys are the NCHW convolutions'
+    options.passes.disabled = {"layout-nhwc", "layout-blocked"};  // the planted keys are the NCHW convolutions'
     BuildReport report;
     ASSERT_TRUE(build_engine(graph, options, &report).is_ok());
     EXPECT_EQ(report.timed, 0);
@@ -231,7 +231,8 @@ TEST(Tactics, TheWorkspaceLimitIsHonored) {
     BuildOptions options;
     options.optimization_level = level;
     options.workspace_limit = 1;
-    options.passes.disabled = {"layout-nhwc"};  // NCHW activations: the blocked tactic needs conversion buffers
+    // NCHW activations: the blocked tactic needs conversion buffers.
+    options.passes.disabled = {"layout-nhwc", "layout-blocked"};
     BuildReport report;
     auto bytes = build_engine(network_graph(*net), options, &report);
     ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
