@@ -221,10 +221,18 @@ Dims nchw_to_blocked(const Dims& d, int64_t block) {
 namespace {
 
 // channel_block is 2-D only: x [N, C/B, H, W, B] (or NCHW with plain_input), w [M, C/group, kH, kW].
-Status check_channel_block(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
-  if (a.channels_last)
+Status check_one_layout(const ConvolutionAttrs& a) {
+  if (a.channels_last && a.channel_block != 0)
     return invalid_argument("Convolution has both channels_last and channel_block ", a.channel_block,
                             "; a layer takes one layout: clear one of them");
+  if (a.plain_input && a.channel_block == 0)
+    return invalid_argument(
+        "Convolution attribute plain_input is set without channel_block; it says that x stays "
+        "NCHW while y is in channel blocks: clear it");
+  return Status::ok();
+}
+
+Status check_channel_block(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
   if (a.channel_block < 0 || a.channel_block > 64)
     return invalid_argument("Convolution attribute channel_block is ", a.channel_block, "; it must be 0 to 64");
   const int x_rank = a.plain_input ? 4 : 5;
@@ -243,7 +251,8 @@ Status check_channel_block(const ConvolutionAttrs& a, const Dims& x, const Dims&
 
 // x as NCHW dims, whatever the layer's layout.
 Result<Dims> nchw_input(const ConvolutionAttrs& a, const Dims& x, const Dims& w) {
-  if (a.channel_block > 0) {
+  KILN_RETURN_IF_ERROR(check_one_layout(a));
+  if (a.channel_block != 0) {
     KILN_RETURN_IF_ERROR(check_channel_block(a, x, w));
     return a.plain_input ? x : blocked_to_nchw(x);
   }
@@ -262,6 +271,7 @@ Status check_channels_last(const Dims& x, const Dims& w) {
 }  // namespace
 
 Result<ConvWindow> convolution_window(const ConvolutionAttrs& a, const Dims& x_in, const Dims& w_in) {
+  KILN_RETURN_IF_ERROR(check_one_layout(a));
   if (a.channels_last) KILN_RETURN_IF_ERROR(check_channels_last(x_in, w_in));
   KILN_ASSIGN_OR_RETURN(const Dims x, nchw_input(a, x_in, w_in));
   const Dims w = a.channels_last ? nhwc_to_nchw(w_in) : w_in;
@@ -336,6 +346,7 @@ OpSchema convolution_schema() {
     constexpr std::string_view kOp = "Convolution";
     const auto& a = ctx.attrs_as<ConvolutionAttrs>();
     KILN_RETURN_IF_ERROR(check_dtypes(kOp, ctx));
+    KILN_RETURN_IF_ERROR(check_one_layout(a));
     if (a.channels_last) KILN_RETURN_IF_ERROR(check_channels_last(ctx.input(0).dims, ctx.input(1).dims));
     // The checks below read NCHW dims: channels_last and blocked inputs are viewed that way, the output turned back.
     KILN_ASSIGN_OR_RETURN(const Dims x, nchw_input(a, ctx.input(0).dims, ctx.input(1).dims));
@@ -354,7 +365,7 @@ OpSchema convolution_schema() {
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, ctx.input(0).dims, ctx.input(1).dims));
     KILN_ASSIGN_OR_RETURN(Dims out, output_dims(x[0], m, win.output));
     if (a.channels_last) out = nchw_to_nhwc(out);
-    if (a.channel_block > 0) out = nchw_to_blocked(out, a.channel_block);
+    if (a.channel_block != 0) out = nchw_to_blocked(out, a.channel_block);
     KILN_RETURN_IF_ERROR(check_residual(ctx, out));
     if (a.fused.on && a.fused.kind == ActivationKind::kPRelu)
       return invalid_argument(kOp, " attribute fused_kind is prelu, which cannot be fused (its slope is an input)");

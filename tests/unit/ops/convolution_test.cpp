@@ -74,6 +74,32 @@ TEST(Convolution, InfersOutputDims) {
   EXPECT_EQ(conv_dims(a, {1, 1, 5, 5}, {1, 1, 3, 3}), (Dims{1, 1, 4, 5}));
 }
 
+// Channel blocks (the layout-blocked pass): x [N, C/8, H, W, 8] or NCHW with plain_input, y [N, M/8, Ho, Wo, 8];
+// malformed layouts are refused naming the attribute.
+TEST(Convolution, InfersAndChecksChannelBlocks) {
+  ConvolutionAttrs a;
+  a.channel_block = 8;
+  a.pads = {1, 1, 1, 1};
+  a.strides = {2, 2};
+  EXPECT_EQ(conv_dims(a, {2, 2, 9, 8, 8}, {24, 16, 3, 3}), (Dims{2, 3, 5, 4, 8}));
+  a.plain_input = true;
+  EXPECT_EQ(conv_dims(a, {2, 3, 9, 8}, {16, 3, 3, 3}), (Dims{2, 2, 5, 4, 8}));
+  EXPECT_TRUE(contains(conv_error(a, {2, 2, 9, 8, 8}, {16, 16, 3, 3}), "[N, C, H, W]"));
+  a.plain_input = false;
+  EXPECT_TRUE(contains(conv_error(a, {2, 16, 9, 8}, {16, 16, 3, 3}), "is 2-D only"));
+  EXPECT_TRUE(contains(conv_error(a, {2, 1, 9, 8, 16}, {16, 16, 3, 3}), "blocks of 16 channels; channel_block is 8"));
+  EXPECT_TRUE(contains(conv_error(a, {2, 2, 9, 8, 8}, {12, 16, 3, 3}), "not a multiple of channel_block 8"));
+  EXPECT_TRUE(contains(conv_error(a, {2, 2, 9, 8, 8}, {16, 8, 3, 3}), "has 16 channels"));
+  a.channels_last = true;
+  EXPECT_TRUE(contains(conv_error(a, {2, 2, 9, 8, 8}, {16, 16, 3, 3}), "both channels_last and channel_block"));
+  a.channels_last = false;
+  a.channel_block = 100;
+  EXPECT_TRUE(contains(conv_error(a, {2, 2, 9, 8, 8}, {16, 16, 3, 3}), "must be 0 to 64"));
+  a.channel_block = 0;
+  a.plain_input = true;
+  EXPECT_TRUE(contains(conv_error(a, {2, 16, 9, 8}, {16, 16, 3, 3}), "plain_input is set without channel_block"));
+}
+
 TEST(Convolution, AutoPadResolvesPads) {
   ConvolutionAttrs a;
   a.auto_pad = AutoPad::kSameUpper;

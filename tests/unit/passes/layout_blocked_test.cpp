@@ -12,6 +12,7 @@
 #include "graph_builders.h"
 #include "ops/convolution/convolution.h"
 #include "pass_test_util.h"
+#include "runtime/inspector.h"
 
 namespace kiln {
 namespace {
@@ -104,7 +105,21 @@ TEST(LayoutBlocked, ABlockRunsInChannelBlocksWithOneShuffleOut) {
     ASSERT_TRUE(blocked.is_ok()) << blocked.status().to_string();
     EXPECT_EQ(applied_by(blocked->report.optimizer, "layout-blocked").size(), 4u);
     EXPECT_LE(max_difference(blocked->outputs, plain->outputs), 1e-5) << backend_name(backend);
+    if (backend == Backend::kCpu)
+      for (const std::string& choice : blocked->report.choices)
+        if (choice.find("(Convolution)") != std::string::npos)
+          EXPECT_NE(choice.find("cpu.onednn.convolution"), std::string::npos) << choice;  // not the reference
   }
+  // The inspector names the layout of the blocked activations.
+  BuildOptions options;
+  options.optimization_level = 0;
+  options.passes = channel_blocks(Backend::kCpu);
+  auto bytes = build_engine(*g, options);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  auto engine = EngineImpl::deserialize(*bytes);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const std::string info = layer_info_json(**engine, nullptr);
+  EXPECT_NE(info.find("\"Format\": \"nChw8c\""), std::string::npos) << info;
 }
 
 TEST(LayoutBlocked, WhatCannotGoInBlocksIsRefusedWithTheReason) {
