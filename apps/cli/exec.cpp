@@ -217,6 +217,7 @@ int run_exec(const ExecOptions& opt) {
       std::printf("[W] %d layer%s without a CUDA kernel run%s on the host (host-fallback steps)\n",
                   report.host_fallbacks, report.host_fallbacks > 1 ? "s" : "", report.host_fallbacks > 1 ? "" : "s");
     print_optimizer_report(report.optimizer);
+    if (!report.layout.empty()) std::printf("[I] Layout: %s\n", report.layout.c_str());
     std::printf(
         "[I] Engine built in %.1f ms (%zu bytes); %d kernel candidates timed in %.1f ms, %d from the timing "
         "cache\n",

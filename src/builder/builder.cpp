@@ -172,7 +172,10 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
       log_verbose("builder: ", rep.choices.back(), choice->ms >= 0 ? str_cat(" (", choice->ms, " ms)") : "");
     nlohmann::json step = {{"node", n->name}, {"kernel", choice->impl->name}};
     if (!choice->tactic.empty()) step["tactic"] = choice->tactic;
-    if (choice->ms >= 0) rep.layers_ms += choice->ms;
+    if (choice->ms >= 0)
+      rep.layers_ms += choice->ms;
+    else
+      ++rep.untimed_layers;
     if (!prepared) {
       plan.push_back(step);
       continue;
@@ -297,24 +300,32 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
     search.time_sole_candidate = true;
     const PlanLogs timing_logs{true, false};
     double nhwc_ms = 0;
+    int nhwc_untimed = 0;
     bool nhwc_failed = false;
     {
       KILN_ASSIGN_OR_RETURN(Variant nhwc,
                             plan_variant(optimized->clone(), &pass_options, options, search, false, timing_logs));
       nhwc_ms = nhwc.report.layers_ms;
+      nhwc_untimed = nhwc.report.untimed_layers;
       nhwc_failed = !nhwc.failures.empty();
     }
     KILN_ASSIGN_OR_RETURN(Variant blocked,
                           plan_variant(optimized->clone(), &blocks, options, search, false, timing_logs));
     const int in_blocks = blocked_convolutions(*blocked.graph);
+    // The sums compare when the same number of layers is left out of each (not timed: dynamic shapes, the host).
+    const bool comparable = blocked.report.untimed_layers == nhwc_untimed;
     const bool keep_blocks =
-        in_blocks > 0 && blocked.failures.empty() && (nhwc_failed || blocked.report.layers_ms < nhwc_ms);
-    const std::string line = in_blocks == 0
-                                 ? "layouts: NHWC (no convolution goes in channel blocks)"
-                                 : str_cat("layouts: ", keep_blocks ? "channel blocks" : "NHWC",
-                                           " (the layers' timings sum to ", blocked.report.layers_ms, " ms with ",
-                                           in_blocks, " convolutions in channel blocks, and ", nhwc_ms, " ms NHWC)");
-    log_info("builder: ", line);
+        in_blocks > 0 && blocked.failures.empty() && comparable && (nhwc_failed || blocked.report.layers_ms < nhwc_ms);
+    std::string line;
+    if (in_blocks == 0)
+      line = "NHWC (no convolution goes in channel blocks)";
+    else if (!comparable)
+      line = str_cat("NHWC (", blocked.report.untimed_layers, " layers in channel blocks and ", nhwc_untimed,
+                     " NHWC could not be timed, so the layouts' times do not compare)");
+    else
+      line = str_cat(keep_blocks ? "channel blocks" : "NHWC", " (the layers' timings sum to ", blocked.report.layers_ms,
+                     " ms with ", in_blocks, " convolutions in channel blocks, and ", nhwc_ms, " ms NHWC)");
+    log_info("builder: layout: ", line);
     if (keep_blocks) {
       optimized.reset();
       KILN_ASSIGN_OR_RETURN(

@@ -50,8 +50,9 @@ struct BuildReport {
   /// Nodes of a CUDA build that no CUDA kernel accepts: they run on a CPU (or reference) kernel on the host,
   /// their inputs copied down and outputs up (each named in a warning).
   int host_fallbacks = 0;
-  double timing_ms = 0;  ///< time spent measuring candidates
-  double layers_ms = 0;  ///< the sum of the chosen kernels' timings (the layers timed)
+  double timing_ms = 0;    ///< time spent measuring candidates
+  double layers_ms = 0;    ///< the sum of the chosen kernels' timings (the layers timed)
+  int untimed_layers = 0;  ///< layers whose kernel was chosen without a timing (level 0, dynamic shapes, ...)
   /// How the CPU builder chose between layouts (both planned, the faster kept), or empty.
   std::string layout;
   OptimizerReport optimizer;  ///< what the passes changed and refused
