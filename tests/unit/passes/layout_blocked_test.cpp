@@ -53,13 +53,6 @@ PassOptions channel_blocks(Backend backend) {
   return o;
 }
 
-std::vector<const Node*> nodes_of(const Graph& g, const std::string& op) {
-  std::vector<const Node*> out;
-  for (const Node* n : g.nodes())
-    if (n->op() == op) out.push_back(n);
-  return out;
-}
-
 TEST(LayoutBlocked, ABlockRunsInChannelBlocksWithOneShuffleOut) {
   auto g = mobile_net();
   auto o = g->clone();

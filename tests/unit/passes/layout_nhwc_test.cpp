@@ -55,13 +55,6 @@ PassOptions channels_last(Backend backend) {
   return o;
 }
 
-std::vector<const Node*> nodes_of(const Graph& g, const std::string& op) {
-  std::vector<const Node*> out;
-  for (const Node* n : g.nodes())
-    if (n->op() == op) out.push_back(n);
-  return out;
-}
-
 TEST(LayoutNhwc, ConvPoolConvRunsChannelsLastWithOneTransposeInAndOneOut) {
   auto g = conv_pool_net();
   auto o = g->clone();

@@ -99,6 +99,14 @@ inline Built expect_same_as_unoptimized(const Graph& g, double tolerance = 1e-5,
   return std::move(*optimized);
 }
 
+/// The nodes of `g` running `op`.
+inline std::vector<const Node*> nodes_of(const Graph& g, const std::string& op) {
+  std::vector<const Node*> out;
+  for (const Node* n : g.nodes())
+    if (n->op() == op) out.push_back(n);
+  return out;
+}
+
 /// The rewrites pass `pass` applied (the report's lines without the "pass: " prefix).
 inline std::vector<std::string> applied_by(const OptimizerReport& r, const std::string& pass) {
   std::vector<std::string> out;
