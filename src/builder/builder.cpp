@@ -217,22 +217,21 @@ struct BuiltSections {
 // One way of laying out the graph: the optimized graph, its plan and prepared weights, and what happened.
 struct Variant {
   std::unique_ptr<Graph> graph;
-  nlohmann::json plan;
+  nlohmann::json plan = nlohmann::json::array();
   PreparedSection prepared;
   BuildReport report;
   std::vector<std::string> failures;
 };
 
-// Runs the passes on `graph` (none: optimized already) and plans it; weights are prepared only with `prepare` (a
-// variant that may lose keeps no second copy of them).
-Result<Variant> plan_variant(std::unique_ptr<Graph> graph, const PassOptions* passes, const BuildOptions& options,
-                             TacticSearch& search, bool prepare, PlanLogs logs) {
-  Variant v;
+// Runs the passes on `graph` (none: optimized already) and plans it into `v` (an empty one); weights are prepared
+// only with `prepare` (a variant that may lose keeps no second copy of them).
+Status plan_variant(std::unique_ptr<Graph> graph, const PassOptions* passes, const BuildOptions& options,
+                    TacticSearch& search, bool prepare, PlanLogs logs, Variant& v) {
   if (passes) KILN_RETURN_IF_ERROR(run_passes(*graph, *passes, &v.report.optimizer));
   KILN_ASSIGN_OR_RETURN(
       v.plan, plan_graph(*graph, options, search, v.report, v.failures, "", prepare ? &v.prepared : nullptr, logs));
   v.graph = std::move(graph);
-  return v;
+  return Status::ok();
 }
 
 bool has_convolution(const Graph& g) {
@@ -303,14 +302,14 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
     int nhwc_untimed = 0;
     bool nhwc_failed = false;
     {
-      KILN_ASSIGN_OR_RETURN(Variant nhwc,
-                            plan_variant(optimized->clone(), &pass_options, options, search, false, timing_logs));
+      Variant nhwc;
+      KILN_RETURN_IF_ERROR(plan_variant(optimized->clone(), &pass_options, options, search, false, timing_logs, nhwc));
       nhwc_ms = nhwc.report.layers_ms;
       nhwc_untimed = nhwc.report.untimed_layers;
       nhwc_failed = !nhwc.failures.empty();
     }
-    KILN_ASSIGN_OR_RETURN(Variant blocked,
-                          plan_variant(optimized->clone(), &blocks, options, search, false, timing_logs));
+    Variant blocked;
+    KILN_RETURN_IF_ERROR(plan_variant(optimized->clone(), &blocks, options, search, false, timing_logs, blocked));
     const int in_blocks = blocked_convolutions(*blocked.graph);
     // The sums compare when the same number of layers is left out of each (not timed: dynamic shapes, the host).
     const bool comparable = blocked.report.untimed_layers == nhwc_untimed;
@@ -328,17 +327,17 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
     log_info("builder: layout: ", line);
     if (keep_blocks) {
       optimized.reset();
-      KILN_ASSIGN_OR_RETURN(
-          chosen, plan_variant(std::move(blocked.graph), nullptr, options, search, true, PlanLogs{false, true}));
+      KILN_RETURN_IF_ERROR(
+          plan_variant(std::move(blocked.graph), nullptr, options, search, true, PlanLogs{false, true}, chosen));
       chosen.report.optimizer = std::move(blocked.report.optimizer);
     } else {
-      blocked = Variant();
-      KILN_ASSIGN_OR_RETURN(
-          chosen, plan_variant(std::move(optimized), &pass_options, options, search, true, PlanLogs{false, true}));
+      blocked.graph.reset();  // freed before the winner's weights are prepared
+      KILN_RETURN_IF_ERROR(
+          plan_variant(std::move(optimized), &pass_options, options, search, true, PlanLogs{false, true}, chosen));
     }
     chosen.report.layout = line;
   } else {
-    KILN_ASSIGN_OR_RETURN(chosen, plan_variant(std::move(optimized), &pass_options, options, search, true, PlanLogs{}));
+    KILN_RETURN_IF_ERROR(plan_variant(std::move(optimized), &pass_options, options, search, true, PlanLogs{}, chosen));
   }
   rep.choices = std::move(chosen.report.choices);
   rep.warnings.insert(rep.warnings.end(), chosen.report.warnings.begin(), chosen.report.warnings.end());

@@ -151,25 +151,26 @@ __attribute__((target("avx2,fma"), always_inline)) inline void depthwise_tile(co
   auto load = [mask](const float* at) __attribute__((target("avx2,fma"), always_inline)) {
     return kMasked ? _mm256_maskload_ps(at, mask) : _mm256_loadu_ps(at);
   };
+  constexpr int64_t kLane = 8;  // floats per vector
   const int64_t c = p.c;
   __m256 acc[PX][V];
   for (int v = 0; v < V; ++v) {
-    const __m256 start = p.bias ? load(p.bias + ch + 8 * v) : _mm256_setzero_ps();
+    const __m256 start = p.bias ? load(p.bias + ch + kLane * v) : _mm256_setzero_ps();
     for (int i = 0; i < PX; ++i) acc[i][v] = start;
   }
   if (p.residual)  // read before anything is stored: the residual may be y itself
     for (int i = 0; i < PX; ++i)
       for (int v = 0; v < V; ++v)
-        acc[i][v] = _mm256_add_ps(acc[i][v], load(p.residual + (r.row * p.ow + ox + i) * c + ch + 8 * v));
+        acc[i][v] = _mm256_add_ps(acc[i][v], load(p.residual + (r.row * p.ow + ox + i) * c + ch + kLane * v));
   for (int64_t ky = r.ky0; ky < r.ky1; ++ky) {
     const float* x_row = r.x_image + (r.oy * p.sh - p.ph + ky * p.dh) * p.w * c + ch;
     for (int64_t kx = 0; kx < p.kw; ++kx) {
       __m256 tap[V];
-      for (int v = 0; v < V; ++v) tap[v] = load(p.taps + (ky * p.kw + kx) * c + ch + 8 * v);
+      for (int v = 0; v < V; ++v) tap[v] = load(p.taps + (ky * p.kw + kx) * c + ch + kLane * v);
       for (int i = 0; i < PX; ++i) {
         const int64_t ix = (ox + i) * p.sw - p.pw + kx * p.dw;
         if (kEdge && (ix < 0 || ix >= p.w)) continue;
-        for (int v = 0; v < V; ++v) acc[i][v] = _mm256_fmadd_ps(load(x_row + ix * c + 8 * v), tap[v], acc[i][v]);
+        for (int v = 0; v < V; ++v) acc[i][v] = _mm256_fmadd_ps(load(x_row + ix * c + kLane * v), tap[v], acc[i][v]);
       }
     }
   }
@@ -180,7 +181,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline void depthwise_tile(co
       __m256 out = acc[i][v];
       if (relu || clip) out = _mm256_max_ps(out, lo);
       if (clip) out = _mm256_min_ps(out, hi);
-      float* at = p.y + (r.row * p.ow + ox + i) * c + ch + 8 * v;
+      float* at = p.y + (r.row * p.ow + ox + i) * c + ch + kLane * v;
       kMasked ? _mm256_maskstore_ps(at, mask, out) : _mm256_storeu_ps(at, out);
     }
 }
