@@ -244,17 +244,18 @@ std::vector<OpCase> channels_last_cases() {
   return c;
 }
 
-// Channel blocks (the layout-blocked pass's layers, oneDNN's nChw8c): x [N, C/8, H, W, 8] (NCHW with plain_input),
-// w [M, C/G, kH, kW], residual and y [N, M/8, Ho, Wo, 8]. `x` and `w` are given as NCHW dims.
-OpCase blocked_case(std::string name, ConvolutionAttrs a, Dims x, Dims w, bool bias = true, bool residual = false) {
-  a.channel_block = 8;
-  a.plain_input = x[1] % 8 != 0;
+// Channel blocks (the layout-blocked pass's layers, oneDNN's nChw8c): x [N, C/B, H, W, B] (NCHW with plain_input),
+// w [M, C/G, kH, kW], residual and y [N, M/B, Ho, Wo, B]. `x` and `w` are given as NCHW dims.
+OpCase blocked_case(std::string name, ConvolutionAttrs a, Dims x, Dims w, bool bias = true, bool residual = false,
+                    int64_t block = 8) {
+  a.channel_block = block;
+  a.plain_input = x[1] % block != 0;
   const int64_t ho = (x[2] + a.pads[0] + a.pads[2] - w[2]) / (a.strides.empty() ? 1 : a.strides[0]) + 1;
   const int64_t wo = (x[3] + a.pads[1] + a.pads[3] - w[3]) / (a.strides.empty() ? 1 : a.strides[1]) + 1;
-  OpCase c = conv_case(std::move(name), a, a.plain_input ? x : nchw_to_blocked(x, 8), w, bias);
+  OpCase c = conv_case(std::move(name), a, a.plain_input ? x : nchw_to_blocked(x, block), w, bias);
   if (residual) {
     if (!bias) c.inputs.push_back(absent());
-    c.inputs.push_back(uniform({x[0], w[0] / 8, ho, wo, 8}));
+    c.inputs.push_back(uniform({x[0], w[0] / block, ho, wo, block}));
   }
   c.dtypes = {DataType::kFloat32};
   c.tolerance_scale = 2;  // up to 16 channels x 3x3 per output
@@ -275,6 +276,9 @@ std::vector<OpCase> channel_block_cases() {
   relu.fused = fused(ActivationKind::kRelu);
   c.push_back(
       blocked_case("blocks asymmetric pads, residual + relu, no bias", relu, {1, 8, 6, 7}, {16, 8, 3, 2}, false, true));
+  // Blocks of 16 (oneDNN's nChw16c, the AVX-512 layout), which the kernel also describes.
+  c.push_back(blocked_case("blocks of 16, 32 into 16, residual + clip", clip_epilogue(conv({}, {1, 1, 1, 1})),
+                           {1, 32, 5, 6}, {16, 32, 3, 3}, true, true, 16));
   return c;
 }
 
