@@ -7,10 +7,12 @@
 #include <omp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "builder/builder.h"
@@ -166,6 +168,34 @@ TEST(ThreadCount, ParallelForStartsRegionsOnlyForWorkWorthThem) {
     EXPECT_EQ(g_regions.load(), 0);
   }
   EXPECT_EQ(cpu_threads(), 4);
+}
+
+// A thread held up on its first item (as one whose core another process took) leaves the rest of the loop to the
+// other: item 0 waits until every item outside its piece of 4 is done, which with the loop cut in one share per
+// thread (items 0-31 the held thread's own) could not happen. The wait gives up after 20 s and the test then fails.
+TEST(ThreadCount, AHeldUpThreadLeavesTheRestOfTheLoopToTheOthers) {
+  const CpuThreadsScope threads(2);
+  constexpr int64_t kItems = 64;
+  constexpr int64_t kPiece = 4;
+  EXPECT_EQ(piece_items(kItems, 1, 2), kPiece);
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> others_finished{false};
+  std::vector<int> thread_of(kItems, -1);
+  parallel_for(kItems, 1, [&](int64_t i) {
+    thread_of[static_cast<size_t>(i)] = omp_get_thread_num();
+    if (i == 0) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (done.load() < kItems - kPiece && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      others_finished = done.load() >= kItems - kPiece;
+    }
+    done.fetch_add(1);
+  });
+  EXPECT_TRUE(others_finished.load()) << "item 0's thread still had items of its own to do";
+  int held_items = 0;
+  for (int t : thread_of) held_items += t == thread_of[0] ? 1 : 0;
+  EXPECT_EQ(held_items, kPiece) << "the held-up thread should do its first piece only";
+  EXPECT_EQ(done.load(), kItems);
 }
 
 TEST(ThreadCount, KilnChoseTheWaitPolicyBeforeLibgompStarted) {
