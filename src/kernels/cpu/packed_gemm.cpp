@@ -120,25 +120,25 @@ __attribute__((target("avx2,fma"))) void run_task(int64_t m, const Source& src, 
   const int64_t group = task / p.row_blocks, block = task % p.row_blocks;
   const int64_t r0 = block * p.block_rows, rows = std::min(p.block_rows, m - r0);
   const int64_t panel0 = group * p.group_panels, panel1 = std::min(b.panels(), panel0 + p.group_panels);
-  alignas(32) float rows_here[kRows * kDepth];  // gathered rows, or the last rows when fewer than six are left
+  alignas(32) float rows_here[kRows * kDepth];  // gathered rows
   for (int64_t p0 = 0; p0 < b.k; p0 += kDepth) {
     const int64_t depth = std::min(kDepth, b.k - p0);
     for (int64_t i = 0; i < rows; i += kRows) {
       const int64_t live = std::min(kRows, rows - i);
       const float* ai = src.a ? src.a + (r0 + i) * src.lda + p0 : nullptr;
       int64_t stride = src.lda;
-      if (live < kRows || src.gather) {
-        if (live < kRows) std::fill(rows_here + live * depth, rows_here + kRows * depth, 0.f);
-        if (src.gather)
-          (*src.gather)(r0 + i, live, p0, depth, rows_here);
-        else
-          for (int64_t r = 0; r < live; ++r) std::copy_n(ai + r * src.lda, depth, rows_here + r * depth);
+      if (src.gather) {
+        (*src.gather)(r0 + i, live, p0, depth, rows_here);
         ai = rows_here;
         stride = depth;
       }
       for (int64_t panel = panel0; panel < panel1; ++panel) {
         __m256 sums[kRows][2];
-        panel_product(ai, stride, 1, b.data + (panel * b.k + p0) * kCols, depth, sums);
+        const float* bp = b.data + (panel * b.k + p0) * kCols;
+        if (live == kRows)
+          panel_product(ai, stride, 1, bp, depth, sums);
+        else
+          panel_product_rows(live, ai, stride, 1, bp, depth, sums);  // only the live rows, read in place
         const int64_t col = panel * kCols, at = (r0 + i) * ldc + col;
         const Tile t{c + at,
                      ldc,

@@ -39,4 +39,42 @@ __attribute__((target("avx2,fma"), always_inline)) inline void panel_product(con
   sums[3][0] = a30, sums[3][1] = a31, sums[4][0] = a40, sums[4][1] = a41, sums[5][0] = a50, sums[5][1] = a51;
 }
 
+/// panel_product for the first `Rows` (< kPanelRows) rows only: the last rows of a product whose row count is not a
+/// multiple of six, read in place instead of copied out with zero rows added. sums[i] for i >= Rows are left as
+/// they were.
+template <int Rows>
+__attribute__((target("avx2,fma"), always_inline)) inline void panel_product_first(const float* a, int64_t lda,
+                                                                                   int64_t step, const float* b,
+                                                                                   int64_t k,
+                                                                                   __m256 (&sums)[kPanelRows][2]) {
+  static_assert(Rows >= 1 && Rows < kPanelRows);
+  __m256 acc[Rows][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < Rows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < k; ++i, a += step) {
+    const __m256 b0 = _mm256_loadu_ps(b + i * kPanelCols), b1 = _mm256_loadu_ps(b + i * kPanelCols + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < Rows; ++r) {
+      const __m256 x = _mm256_broadcast_ss(a + r * lda);
+      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]), acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < Rows; ++r) sums[r][0] = acc[r][0], sums[r][1] = acc[r][1];
+}
+
+/// panel_product for the first `rows` (1 to kPanelRows) rows of A.
+__attribute__((target("avx2,fma"))) inline void panel_product_rows(int64_t rows, const float* a, int64_t lda,
+                                                                   int64_t step, const float* b, int64_t k,
+                                                                   __m256 (&sums)[kPanelRows][2]) {
+  switch (rows) {
+    case 1: return panel_product_first<1>(a, lda, step, b, k, sums);
+    case 2: return panel_product_first<2>(a, lda, step, b, k, sums);
+    case 3: return panel_product_first<3>(a, lda, step, b, k, sums);
+    case 4: return panel_product_first<4>(a, lda, step, b, k, sums);
+    case 5: return panel_product_first<5>(a, lda, step, b, k, sums);
+    default: return panel_product(a, lda, step, b, k, sums);
+  }
+}
+
 }  // namespace kiln::cpu
