@@ -111,6 +111,15 @@ KILN_OP_CASES(matmul) {
   bert_qkv.dtypes = {DataType::kFloat32};
   bert_qkv.tolerance_scale = 2;
   cases.push_back(bert_qkv);
+  // K over two of the packed GEMM's K blocks (384 rows) with a partial third, rows not a multiple of its six: the
+  // first block adds bias and residual, the last applies the activation, the last 5 rows take the 5-row kernel.
+  OpCase deep_k{"MatrixMultiply",
+                "epilogue 23x1x800 @ 800x40 bias residual clip",
+                attrs(mm_fused(fused(ActivationKind::kClip, -0.5f, 0.5f))),
+                {uniform({23, 1, 800}), uniform({800, 40}), uniform({40}), uniform({23, 1, 40})}};
+  deep_k.dtypes = {DataType::kFloat32};
+  deep_k.tolerance_scale = 2;
+  cases.push_back(deep_k);
   // Shapes for GEMM libraries (cuBLASLt): K not a multiple of 8, 3-D x 2-D folded into one GEMM, batch dims
   // broadcasting both ways (several strided batches), and each epilogue (bias, residual, fused ReLU / tanh GELU, an
   // activation the library lacks) in every float type.
