@@ -26,7 +26,7 @@ constexpr int64_t kRows = kPanelRows, kCols = kPanelCols;
 constexpr int64_t kDepth = 384;         // K rows per block: six rows of A (9 KB) stay in L1 across the panels
 constexpr int64_t kMaxBlockRows = 72;   // A rows per task
 constexpr int64_t kMaxGroupPanels = 8;  // panels per task: their K block is 192 KB, within a core's L2
-constexpr int64_t kTasksPerThread = 8;  // enough tasks that static shares differ by little
+constexpr int64_t kTasksPerThread = 8;  // enough tasks for parallel_for to deal out in pieces
 
 struct Tile {
   float* c;
