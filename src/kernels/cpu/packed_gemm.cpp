@@ -135,11 +135,8 @@ __attribute__((target("avx2,fma"))) void run_task(int64_t m, const Source& src, 
       }
       for (int64_t panel = panel0; panel < panel1; ++panel) {
         __m256 sums[kRows][2];
-        const float* bp = b.data + (panel * b.k + p0) * kCols;
-        if (live == kRows)
-          panel_product(ai, stride, 1, bp, depth, sums);
-        else
-          panel_product_rows(live, ai, stride, 1, bp, depth, sums);  // only the live rows, read in place
+        // only the live rows, read in place (fewer than six in a block's last rows)
+        panel_product_rows(live, ai, stride, 1, b.data + (panel * b.k + p0) * kCols, depth, sums);
         const int64_t col = panel * kCols, at = (r0 + i) * ldc + col;
         const Tile t{c + at,
                      ldc,
