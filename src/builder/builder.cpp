@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -55,19 +56,52 @@ struct PreparedSection {
   }
 };
 
-// Adds what the chosen kernel prepares to the prepared section; the step names where it is.
-Status add_prepared(const OpCall& call, const TacticChoice& choice, nlohmann::json& step, PreparedSection& prepared) {
-  if (!choice.impl->prepare) return Status::ok();
+// Adds what the chosen kernel prepares to the prepared section; the step names where it is. Returns whether
+// there was something to prepare.
+Result<bool> add_prepared(const OpCall& call, const TacticChoice& choice, nlohmann::json& step,
+                          PreparedSection& prepared) {
+  if (!choice.impl->prepare) return false;
   OpCall with_tactic = call;
   with_tactic.tactic = choice.tactic;
   KILN_ASSIGN_OR_RETURN(Tensor blob, choice.impl->prepare(with_tactic));
-  if (!blob.defined()) return Status::ok();
+  if (!blob.defined()) return false;
   const uint64_t offset = (prepared.bytes + 63) / 64 * 64;
   step["prepared"] = {offset, blob.nbytes()};
   prepared.bytes = offset + blob.nbytes();
   prepared.blobs.emplace_back(offset, std::move(blob));
-  return Status::ok();
+  return true;
 }
+
+// Constants of one graph that steps read from their prepared data instead (KernelImpl::prepared_replaces_input):
+// once every reader of a constant does, the engine stores it without its data (Value::prepared_only), and the
+// build drops the data there and then (a packed copy does not sit next to the weights it was made from).
+class PreparedOnly {
+ public:
+  PreparedOnly(const Graph& graph, bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    for (const auto& n : graph.nodes())
+      for (Value* in : n->inputs)
+        if (in && in->is_constant()) ++readers_[in];
+    for (Value* out : graph.outputs()) readers_.erase(out);
+  }
+
+  // The step of `n` read its input `input` from its prepared data.
+  void replaced(const Node& n, int input, BuildReport& rep) {
+    if (!enabled_ || input < 0 || input >= static_cast<int>(n.inputs.size())) return;
+    Value* v = n.inputs[input];
+    auto it = v ? readers_.find(v) : readers_.end();
+    if (it == readers_.end() || --it->second > 0) return;
+    readers_.erase(it);
+    rep.prepared_only_bytes += v->constant.nbytes();
+    ++rep.prepared_only_constants;
+    v->constant = Tensor();
+    v->prepared_only = true;
+  }
+
+ private:
+  bool enabled_;
+  std::unordered_map<const Value*, int> readers_;  // constants (not graph outputs): readers left
+};
 
 // The pinned kernel of a node: the named implementation of its op and backend and one of its tactics, which
 // must accept the node's problem (no timing, no fallback).
@@ -108,10 +142,12 @@ struct PlanLogs {
 
 // The plan of one graph: a kernel (and tactic) per node, a sub-plan per subgraph; failures name the subgraph path.
 // Weights are prepared into `prepared` (none: not prepared).
-Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& options, TacticSearch& search,
+Result<nlohmann::json> plan_graph(Graph& graph, const BuildOptions& options, TacticSearch& search,
                                   BuildReport& rep, std::vector<std::string>& failures, const std::string& path,
                                   PreparedSection* prepared, PlanLogs logs) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
+  // Only CPU engines: a GPU engine's host steps would need the weights uploaded or fetched.
+  PreparedOnly prepared_only(graph, prepared && options.backend == Backend::kCpu);
   nlohmann::json plan = nlohmann::json::array();
   for (Node* n : order) {
     if (runs_on_host(*n)) {
@@ -180,9 +216,12 @@ Result<nlohmann::json> plan_graph(const Graph& graph, const BuildOptions& option
       plan.push_back(step);
       continue;
     }
-    if (Status st = add_prepared(call, *choice, step, *prepared); !st.is_ok())
-      rep.warnings.push_back(str_cat("node '", n->name, "': weights not prepared at build time (", st.message(),
-                                     "); they are prepared when the engine first runs"));
+    Result<bool> made = add_prepared(call, *choice, step, *prepared);
+    if (!made)
+      rep.warnings.push_back(str_cat("node '", n->name, "': weights not prepared at build time (",
+                                     made.status().message(), "); they are prepared when the engine first runs"));
+    else if (*made)
+      prepared_only.replaced(*n, choice->impl->prepared_replaces_input, rep);
     plan.push_back(step);
   }
   return plan;
@@ -345,6 +384,8 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
   rep.layers_ms = chosen.report.layers_ms;
   rep.layout = chosen.report.layout;
   rep.optimizer = std::move(chosen.report.optimizer);
+  rep.prepared_only_constants = chosen.report.prepared_only_constants;
+  rep.prepared_only_bytes = chosen.report.prepared_only_bytes;
   std::vector<std::string>& failures = chosen.failures;
   optimized = std::move(chosen.graph);
   const Graph& graph = *optimized;

@@ -56,6 +56,10 @@ struct BuildReport {
   /// How the CPU builder chose between layouts (both planned, the faster kept), or empty.
   std::string layout;
   OptimizerReport optimizer;  ///< what the passes changed and refused
+  /// Constants the engine stores only as the prepared data of the steps that read them (weights only packed
+  /// kernels read), and their bytes left out of its weights section.
+  int prepared_only_constants = 0;
+  uint64_t prepared_only_bytes = 0;
 };
 
 /// The kernel call of a graph node: its schema, attributes, input and output descriptions and constants.

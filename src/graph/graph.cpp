@@ -78,6 +78,16 @@ Result<Value*> Graph::add_constant(std::string name, Tensor value) {
   return v;
 }
 
+Result<Value*> Graph::add_prepared_only_constant(std::string name, DataType dtype, Dims dims) {
+  if (find_value(name)) return invalid_argument("constant '", name, "': a value of that name already exists");
+  if (!dims.is_static()) return invalid_argument("constant '", name, "' has dynamic dims ", dims.to_string());
+  Value* v = new_value(std::move(name));
+  v->dtype = dtype;
+  v->dims = std::move(dims);
+  v->prepared_only = true;
+  return v;
+}
+
 Result<std::vector<TensorDesc>> Graph::infer_node(const Node& node) const {
   std::vector<TensorDesc> descs;
   std::vector<const Tensor*> values;
@@ -457,7 +467,7 @@ Status Graph::verify() const {
   for (auto& v : values_) {
     owned.insert(v.get());
     if (!names.insert(v->name).second) problems.push_back(str_cat("two values are named '", v->name, "'"));
-    if (!v->producer && !v->is_graph_input && !v->is_constant() && !v->is_capture)
+    if (!v->producer && !v->is_graph_input && !v->is_constant() && !v->prepared_only && !v->is_capture)
       problems.push_back(str_cat("value '", v->name, "' has no producer and is neither an input nor a constant"));
   }
   for (Value* out : outputs_)

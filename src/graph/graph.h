@@ -41,6 +41,9 @@ class Value {
   bool is_graph_input = false;
   /// In a subgraph: stands for the value of the same name in an enclosing graph.
   bool is_capture = false;
+  /// A constant an engine stores only as the prepared data of the steps that read it (weights packed for a
+  /// kernel, see KernelImpl::prepared_replaces_input): its dtype and dims are known, `constant` is undefined.
+  bool prepared_only = false;
 
   bool is_constant() const { return constant.defined(); }
   /// The host value when it is known before run time (a constant or a folded output), else nullptr.
@@ -101,6 +104,8 @@ class Graph {
   Result<Value*> add_input(std::string name, DataType dtype, Dims dims, std::vector<std::string> dim_names = {});
   /// A constant (weights); the tensor is kept on the host.
   Result<Value*> add_constant(std::string name, Tensor value);
+  /// A constant whose data only the steps reading it hold, as their prepared data (an engine's packed weights).
+  Result<Value*> add_prepared_only_constant(std::string name, DataType dtype, Dims dims);
   /// Adds a node of registered op `op`: checks the inputs, infers the outputs (reading constant inputs'
   /// values where the op needs them) and creates them named `output_names` (or "<name>:<i>").
   /// Errors carry the node's context.

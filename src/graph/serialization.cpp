@@ -48,6 +48,11 @@ json graph_json(const Graph& graph, std::string& blob, bool release) {
   for (Value* v : graph.captures()) j["captures"].push_back(value_json(v));
   j["constants"] = json::array();
   for (Value* v : graph.values()) {
+    if (v->prepared_only) {  // no data: the steps that read it hold it as their prepared data
+      j["constants"].push_back(
+          {{"name", v->name}, {"dtype", dtype_name(v->dtype)}, {"dims", dims_json(v->dims)}, {"prepared_only", true}});
+      continue;
+    }
     if (!v->is_constant()) continue;
     size_t offset = blob.size();
     if (v->dtype == DataType::kString) {  // the texts, each as a 4-byte little-endian length and its bytes
@@ -109,6 +114,9 @@ Status read_value_desc(const json& in, Value* v) {
   return Status::ok();
 }
 
+// The most elements a constant with no data of its own may claim (2^40: 4 TB of float32).
+constexpr uint64_t kMaxPreparedOnlyElements = uint64_t{1} << 40;
+
 // The element count of `dims`, or -1 when a dim is dynamic or the product overflows (a forged shape whose
 // wrapped count matched the data would otherwise view memory past it).
 int64_t checked_numel(const Dims& dims) {
@@ -158,6 +166,15 @@ Status read_graph(const json& j, const Weights& weights, Graph& graph, int depth
   for (const json& c : j.at("constants")) {
     KILN_ASSIGN_OR_RETURN(Dims dims, read_dims(c.at("dims")));
     KILN_ASSIGN_OR_RETURN(DataType dtype, read_dtype(c.at("dtype")));
+    if (c.contains("prepared_only") && c.at("prepared_only").get<bool>()) {
+      // Kernels size their prepared data from these dims: they must describe a tensor that could exist.
+      const int64_t numel = checked_numel(dims);
+      if (numel < 0 || dtype == DataType::kString || static_cast<uint64_t>(numel) > kMaxPreparedOnlyElements)
+        return invalid_argument("constant '", c.at("name").get<std::string>(), "' has impossible dims ",
+                                dims.to_string());
+      KILN_RETURN_IF_ERROR(graph.add_prepared_only_constant(c.at("name"), dtype, dims).status());
+      continue;
+    }
     const uint64_t offset = c.at("offset"), size = c.at("bytes");
     if (offset > blob.size() || size > blob.size() - offset)
       return invalid_argument("constant '", c.at("name").get<std::string>(), "' runs past the end of the data");

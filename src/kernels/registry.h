@@ -91,6 +91,10 @@ struct KernelImpl {
   TacticsFn tactics;
   /// Optional: data made once at build time from the call's constants (see OpCall::prepared).
   PrepareFn prepare;
+  /// The input whose constant data `prepare` replaces (-1: none). Given a prepared blob that fits, the kernel
+  /// never reads that input's data, at creation or run time (its KernelContext::src entry may be undefined; its
+  /// dims are in OpCall::inputs). The builder then leaves a constant only such steps read out of the engine.
+  int prepared_replaces_input = -1;
 };
 
 /// The suffix of tactics that round float32 inputs to TF32 ("implicit_gemm+tf32", "a21-t...+tf32").

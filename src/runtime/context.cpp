@@ -239,9 +239,9 @@ Status ContextImpl::specialize(const std::vector<Dims>& input_dims) {
   spec->offset.assign(slots, -1);
   std::vector<const Tensor*> known(slots, nullptr);
   std::vector<char> is_static(slots, 0);
-  for (const auto& [slot, t] : plan.constants) {
-    spec->desc[slot] = {t.dtype(), t.dims(), true};
-    known[slot] = &t;
+  for (const auto& [slot, t] : plan.constants) {  // a prepared-only constant has no data: its value's desc
+    spec->desc[slot] = t.defined() ? TensorDesc{t.dtype(), t.dims(), true} : plan.value_of[slot]->desc();
+    known[slot] = t.defined() ? &t : nullptr;
     is_static[slot] = 1;
   }
   const auto& inputs = engine_->graph().inputs();
@@ -405,7 +405,8 @@ Status ContextImpl::run_kernel(const PlanStep& step, Scope& scope, Stream& strea
     if (v->kind != ValueKind::kTensor)
       return invalid_argument("input '", in->name, "' is a ", value_kind_name(v->kind), "; a tensor is needed")
           .with_node(node.context());
-    call.inputs.push_back({v->tensor.dtype(), v->tensor.dims(), true});
+    // A constant the engine holds only as the step's prepared data has no tensor: its desc is the value's.
+    call.inputs.push_back(in->prepared_only ? in->desc() : TensorDesc{v->tensor.dtype(), v->tensor.dims(), true});
     if (!device_.is_cuda()) {
       src.push_back(v->tensor);
       continue;

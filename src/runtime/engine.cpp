@@ -27,8 +27,8 @@ void assign_slots(GraphPlan& plan) {
   };
   for (Value* v : g.inputs()) plan.input_slots.push_back(slot(v));
   for (Value* v : g.captures()) slot(v);
-  for (Value* v : g.values())
-    if (v->is_constant()) plan.constants.emplace_back(slot(v), v->constant);
+  for (Value* v : g.values())  // a prepared-only constant gets an undefined tensor: its readers hold its data
+    if (v->is_constant() || v->prepared_only) plan.constants.emplace_back(slot(v), v->constant);
   for (PlanStep& st : plan.steps) {
     for (Value* in : st.node->inputs) st.in.push_back(in ? slot(in) : -1);
     for (Value* out : st.node->outputs) st.out.push_back(slot(out));
@@ -55,6 +55,35 @@ void assign_slots(GraphPlan& plan) {
     if (producer[i] < 0 || is_output[i]) continue;
     plan.release[std::max(plan.last_reader[i], producer[i])].push_back(static_cast<int>(i));
   }
+}
+
+// A constant stored without data (Value::prepared_only) may be read only by steps whose kernel takes it from
+// their prepared data, and may not be an output.
+Status check_prepared_only(const GraphPlan& plan) {
+  auto missing = [](const Value& v, const std::string& reader) {
+    return invalid_argument("the engine stores constant '", v.name, "' only as prepared data, but ", reader,
+                            " needs it; rebuild the engine from the model");
+  };
+  for (const PlanStep& st : plan.steps)
+    for (size_t k = 0; k < st.node->inputs.size(); ++k) {
+      const Value* in = st.node->inputs[k];
+      if (!in || !in->prepared_only) continue;
+      if (!st.impl || st.impl->prepared_replaces_input != static_cast<int>(k) || !st.prepared.defined())
+        return missing(*in, str_cat("node '", st.node->name, "' (", st.impl ? st.impl->name : "host", ", input ", k,
+                                    ")"));
+    }
+  for (const Value* out : plan.graph->outputs())
+    if (out->prepared_only) return missing(*out, "the graph's output");
+  return Status::ok();
+}
+
+bool has_prepared_only(const Graph& g) {
+  for (const auto& v : g.values())
+    if (v->prepared_only) return true;
+  for (const auto& n : g.nodes())
+    for (const Subgraph& sub : n->subgraphs)
+      if (has_prepared_only(*sub.graph)) return true;
+  return false;
 }
 
 // The plan of one graph; a node with subgraphs carries a plan per subgraph. Step ids number the
@@ -115,6 +144,7 @@ Result<GraphPlan> read_plan(const nlohmann::json& json, const Graph& graph, cons
     return invalid_argument("the engine plan covers ", plan.steps.size(), " of ", graph.nodes().size(),
                             " nodes; rebuild the engine from the model");
   assign_slots(plan);
+  KILN_RETURN_IF_ERROR(check_prepared_only(plan));
   return plan;
 }
 
@@ -138,6 +168,9 @@ Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_vi
   }
   if (auto it = engine->header_.extra.find("backend"); it != engine->header_.extra.end() && it->second == "cuda")
     engine->device_ = Device::cuda(0);
+  if (engine->device_.is_cuda() && has_prepared_only(*engine->graph_))
+    return invalid_argument("the engine is for a GPU but stores constants only as prepared data, which only CPU "
+                            "engines do; rebuild the engine from the model");
   std::function<void(const GraphPlan&)> count = [&](const GraphPlan& p) {
     for (const PlanStep& st : p.steps) {
       if (engine->is_host_fallback(st)) ++engine->host_fallbacks_;

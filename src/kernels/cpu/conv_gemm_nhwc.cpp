@@ -81,7 +81,7 @@ class ConvGemm final : public Kernel {
     Tensor& y = ctx.dst[0];
     if (y.numel() == 0) return Status::ok();
     const Tensor& x = ctx.src[0];
-    const Dims& wd = ctx.src[1].dims();
+    const Dims& wd = ctx.call.inputs[1].dims;  // its data may be absent: the engine may hold it only packed
 
     const auto& a = ctx.attrs<ConvolutionAttrs>();
     KILN_ASSIGN_OR_RETURN(ConvWindow win, convolution_window(a, x.dims(), wd));
@@ -99,7 +99,9 @@ class ConvGemm final : public Kernel {
                    .ph = win.pads_begin[0],
                    .pw = win.pads_begin[1],
                    .in_place = is_pointwise(win)};
-    const cpu::PackedColumns& b = packed_.for_run(weights_view(ctx.src[1].data<float>(), wd));
+    KILN_ASSIGN_OR_RETURN(const cpu::PackedColumns* packed,
+                          packed_.for_run(weights_view(ctx.src[1].defined() ? ctx.src[1].data<float>() : nullptr, wd)));
+    const cpu::PackedColumns& b = *packed;
     const int64_t rows = x.dims()[0] * g.oh * g.ow;
     if (y.numel() != rows * b.n)
       return invalid_argument("cpu.conv_gemm_nhwc: output ", y.dims().to_string(), " does not fit input ",
@@ -158,6 +160,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
       return std::unique_ptr<Kernel>(std::make_unique<ConvGemm>(call));
     },
     .prepare = prepare,
+    .prepared_replaces_input = 1,
 });
 
 }  // namespace

@@ -3,7 +3,8 @@
 // any fused activation) applied as each tile is stored. B is packed at build time when it is an engine constant
 // (the engine's prepared section), on each run otherwise. Competes with oneDNN's matmul and inner product in tactic
 // timing: on 2 EPYC (Zen 3) cores about level with oneDNN 2.6's sgemm on BERT-base's shapes; tactic timing gave it 60
-// of BERT-base's 72 MatMuls at batch 1. Where it runs, the engine holds the packed copy next to the weights.
+// of BERT-base's 72 MatMuls at batch 1. Where it runs, the engine holds only the packed copy of weights no other
+// step reads (prepared_replaces_input).
 #include <memory>
 
 #include "kernels/cpu/cpu_features.h"
@@ -36,7 +37,10 @@ class PackedProduct final : public Kernel {
   Status run(KernelContext& ctx) override {
     Tensor& y = ctx.dst[0];
     if (y.numel() == 0) return Status::ok();
-    const cpu::PackedColumns& b = packed_.for_run(weights_view(ctx.call, ctx.src[1].data<float>(), ctx.src[1].dims()));
+    const Tensor* w = present(ctx, 1);  // absent when the engine holds it only packed
+    KILN_ASSIGN_OR_RETURN(const cpu::PackedColumns* packed,
+                          packed_.for_run(weights_view(ctx.call, w ? w->data<float>() : nullptr, ctx.call.inputs[1].dims)));
+    const cpu::PackedColumns& b = *packed;
     const Tensor& a = ctx.src[0];
     if (a.numel() % b.k != 0 || y.numel() != a.numel() / b.k * b.n)
       return invalid_argument("cpu.packed product: input ", a.dims().to_string(), " and output ", y.dims().to_string(),
@@ -110,6 +114,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .supports = matmul_supports,
     .create = create,
     .prepare = prepare,
+    .prepared_replaces_input = 1,
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -120,6 +125,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .supports = fully_connected_supports,
     .create = create,
     .prepare = prepare,
+    .prepared_replaces_input = 1,
 });
 
 }  // namespace

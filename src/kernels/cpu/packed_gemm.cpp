@@ -209,9 +209,12 @@ void PackedWeights::init(const Tensor* prepared, const MatrixView& constant) {
   }
 }
 
-const PackedColumns& PackedWeights::for_run(const MatrixView& given) {
+Result<const PackedColumns*> PackedWeights::for_run(const MatrixView& given) {
+  if (!fixed_ && !given.data)
+    return invalid_argument("the engine holds these weights only packed, and its packed copy (", given.k, " x ",
+                            given.n, ") does not fit the kernel; rebuild the engine from the model");
   if (!fixed_) pack(given);
-  return columns_;
+  return &columns_;
 }
 
 namespace {

@@ -38,8 +38,9 @@ class PackedWeights {
   /// `constant` when its data is there (an engine constant); otherwise the weights come with each run.
   void init(const Tensor* prepared, const MatrixView& constant);
   /// B for a run whose weights are `given`: packed again unless init fixed them (a buffer at the same address may
-  /// hold new weights).
-  const PackedColumns& for_run(const MatrixView& given);
+  /// hold new weights). An error when init fixed nothing and `given` has no data (an engine that stores the
+  /// weights only as prepared data that does not fit this kernel).
+  Result<const PackedColumns*> for_run(const MatrixView& given);
 
  private:
   bool adopt(const Tensor* prepared, int64_t k, int64_t n);

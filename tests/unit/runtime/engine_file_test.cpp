@@ -51,9 +51,17 @@ std::unique_ptr<Graph> small_graph() {
   return g;
 }
 
+// The MatMul on oneDNN, which reads W from the weights section (the packed GEMM would hold W only packed, in the
+// prepared section, and tactic timing may choose either).
+BuildOptions weights_read_in_place() {
+  BuildOptions options;
+  options.pinned["mm"] = KernelPin{"cpu.onednn.matrix_multiply", ""};
+  return options;
+}
+
 const std::string& engine_bytes() {
   static const std::string bytes = [] {
-    auto e = build_engine(*small_graph(), BuildOptions{});
+    auto e = build_engine(*small_graph(), weights_read_in_place());
     EXPECT_TRUE(e.is_ok()) << e.status().to_string();
     return e.is_ok() ? *e : std::string();
   }();
@@ -181,7 +189,7 @@ TEST(EngineFile, AlignedBuildIsTheSameEngineUsedInPlace) {
   // Both builds share one timing cache, so the second takes the first's tactics: timed on a busy machine, two
   // independent builds may choose different kernels (the packed GEMM adds a prepared section).
   TempFiles files;
-  BuildOptions options;
+  BuildOptions options = weights_read_in_place();
   options.timing_cache_path = files.path("timing");
   auto plain = build_engine(*small_graph(), options);
   ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
