@@ -142,8 +142,8 @@ struct PlanLogs {
 
 // The plan of one graph: a kernel (and tactic) per node, a sub-plan per subgraph; failures name the subgraph path.
 // Weights are prepared into `prepared` (none: not prepared).
-Result<nlohmann::json> plan_graph(Graph& graph, const BuildOptions& options, TacticSearch& search,
-                                  BuildReport& rep, std::vector<std::string>& failures, const std::string& path,
+Result<nlohmann::json> plan_graph(Graph& graph, const BuildOptions& options, TacticSearch& search, BuildReport& rep,
+                                  std::vector<std::string>& failures, const std::string& path,
                                   PreparedSection* prepared, PlanLogs logs) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
   // Only CPU engines: a GPU engine's host steps would need the weights uploaded or fetched.

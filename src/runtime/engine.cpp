@@ -69,8 +69,8 @@ Status check_prepared_only(const GraphPlan& plan) {
       const Value* in = st.node->inputs[k];
       if (!in || !in->prepared_only) continue;
       if (!st.impl || st.impl->prepared_replaces_input != static_cast<int>(k) || !st.prepared.defined())
-        return missing(*in, str_cat("node '", st.node->name, "' (", st.impl ? st.impl->name : "host", ", input ", k,
-                                    ")"));
+        return missing(*in,
+                       str_cat("node '", st.node->name, "' (", st.impl ? st.impl->name : "host", ", input ", k, ")"));
     }
   for (const Value* out : plan.graph->outputs())
     if (out->prepared_only) return missing(*out, "the graph's output");
@@ -169,8 +169,9 @@ Result<std::shared_ptr<const EngineImpl>> EngineImpl::deserialize(std::string_vi
   if (auto it = engine->header_.extra.find("backend"); it != engine->header_.extra.end() && it->second == "cuda")
     engine->device_ = Device::cuda(0);
   if (engine->device_.is_cuda() && has_prepared_only(*engine->graph_))
-    return invalid_argument("the engine is for a GPU but stores constants only as prepared data, which only CPU "
-                            "engines do; rebuild the engine from the model");
+    return invalid_argument(
+        "the engine is for a GPU but stores constants only as prepared data, which only CPU "
+        "engines do; rebuild the engine from the model");
   std::function<void(const GraphPlan&)> count = [&](const GraphPlan& p) {
     for (const PlanStep& st : p.steps) {
       if (engine->is_host_fallback(st)) ++engine->host_fallbacks_;

@@ -50,6 +50,7 @@ nlohmann::json tensor_json(const Value& v, const TensorDesc* planned) {
     t["Datatype"] = std::string(dtype_name(planned ? planned->dtype : v.dtype));
     t["Dimensions"] = (planned ? planned->dims : v.dims).to_vector();
     t["Format"] = format_of(v);
+    if (v.prepared_only) t["StoredOnlyPrepared"] = true;  // the engine holds it only as its readers' prepared data
   }
   return t;
 }

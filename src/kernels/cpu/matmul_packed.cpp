@@ -38,8 +38,9 @@ class PackedProduct final : public Kernel {
     Tensor& y = ctx.dst[0];
     if (y.numel() == 0) return Status::ok();
     const Tensor* w = present(ctx, 1);  // absent when the engine holds it only packed
-    KILN_ASSIGN_OR_RETURN(const cpu::PackedColumns* packed,
-                          packed_.for_run(weights_view(ctx.call, w ? w->data<float>() : nullptr, ctx.call.inputs[1].dims)));
+    KILN_ASSIGN_OR_RETURN(
+        const cpu::PackedColumns* packed,
+        packed_.for_run(weights_view(ctx.call, w ? w->data<float>() : nullptr, ctx.call.inputs[1].dims)));
     const cpu::PackedColumns& b = *packed;
     const Tensor& a = ctx.src[0];
     if (a.numel() % b.k != 0 || y.numel() != a.numel() / b.k * b.n)

@@ -14,6 +14,7 @@
 #include "ops/elementwise/elementwise.h"
 #include "ops/matmul/matmul.h"
 #include "runtime/engine.h"
+#include "runtime/inspector.h"
 
 namespace kiln {
 namespace {
@@ -98,6 +99,10 @@ TEST(PreparedOnly, WeightsOnlyThePackedKernelReadsAreStoredOncePacked) {
   EXPECT_TRUE(w->prepared_only);
   EXPECT_FALSE(w->is_constant());
   EXPECT_EQ(w->dims, (Dims{kDepth, kCols}));
+  const auto info = nlohmann::json::parse(layer_info_json(**engine));
+  ASSERT_EQ(info["Layers"].size(), 1u);
+  EXPECT_EQ(info["Layers"][0]["Inputs"][1]["Name"], "w");
+  EXPECT_EQ(info["Layers"][0]["Inputs"][1].value("StoredOnlyPrepared", false), true) << info.dump();
   const Tensor x = filled({kRows, kDepth}, 1);
   expect_matches_reference(*g, run(**engine, x), x);
   // The caller's graph keeps its weights: the build worked on a copy.
