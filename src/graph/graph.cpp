@@ -83,7 +83,7 @@ Result<Value*> Graph::add_prepared_only_constant(std::string name, DataType dtyp
   if (!dims.is_static()) return invalid_argument("constant '", name, "' has dynamic dims ", dims.to_string());
   Value* v = new_value(std::move(name));
   v->dtype = dtype;
-  v->dims = std::move(dims);
+  v->dims = dims;
   v->prepared_only = true;
   return v;
 }
