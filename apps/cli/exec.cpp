@@ -223,8 +223,9 @@ int run_exec(const ExecOptions& opt) {
         "cache\n",
         ms_since(t1), bytes.size(), report.timed, report.timing_ms, report.cached);
     if (report.prepared_only_constants > 0)
-      std::printf("[I] Weights stored only in the kernels' packed layout: %d constants (%.1f MiB not stored twice)\n",
-                  report.prepared_only_constants, static_cast<double>(report.prepared_only_bytes) / (1 << 20));
+      std::printf("[I] Weights stored only in the kernels' packed layout: %d constant%s (%.1f MiB not stored twice)\n",
+                  report.prepared_only_constants, report.prepared_only_constants > 1 ? "s" : "",
+                  static_cast<double>(report.prepared_only_bytes) / (1 << 20));
     if (!opt.save_engine.empty()) {
       std::ofstream out(opt.save_engine, std::ios::binary | std::ios::trunc);
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
