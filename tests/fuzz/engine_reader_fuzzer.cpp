@@ -3,14 +3,15 @@
 // Three input kinds, so that mutations get past the checksums to every parser:
 //   "KILNENG..."                        a whole engine file, read from memory (weights copied once)
 //   "{header JSON}\n#body#\n<body>"     a prelude with valid checksums is put in front: the header reader
-//   anything else                       "<graph>\n#plan#\n<plan>\n#weights#\n<weights>", wrapped in a valid
-//                                       container and read in place from a 64-byte aligned buffer, as a
-//                                       mapped file is
+//   anything else                       "<graph>\n#plan#\n<plan>\n#weights#\n<weights>[\n#prepared#\n<prepared>]",
+//                                       wrapped in a valid container and read in place from a 64-byte
+//                                       aligned buffer, as a mapped file is
 #include <zlib.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -85,14 +86,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     load(raw_container(header, body), true);
   } else {
     const auto [graph, rest] = split(in, "\n#plan#\n");
-    const auto [plan, weights] = split(rest, "\n#weights#\n");
+    const auto [plan, data] = split(rest, "\n#weights#\n");
+    const auto [weights, prepared] = split(data, "\n#prepared#\n");
     kiln::EngineHeader header;
     header.kiln_version = kiln::version_string();
     header.device = "cpu";
     header.cpu_isa = kiln::cpu_isa_name();
-    load(kiln::write_engine_container(
-             header, {{"graph", std::string(graph)}, {"plan", std::string(plan)}, {"weights", std::string(weights)}}),
-         true);
+    std::map<std::string, std::string> sections = {
+        {"graph", std::string(graph)}, {"plan", std::string(plan)}, {"weights", std::string(weights)}};
+    if (!prepared.empty()) sections["prepared"] = std::string(prepared);
+    load(kiln::write_engine_container(header, std::move(sections)), true);
   }
   return 0;
 }
