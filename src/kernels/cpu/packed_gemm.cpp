@@ -7,7 +7,8 @@
 // shapes this runs about level with oneDNN 2.6's sgemm; the register kernel is bound by its loads: with the data in
 // L1 it runs 70-90 GFLOP/s per core on this VM, whose FMA peak is about 137. Partial sums go to c between K blocks:
 // the first block adds bias and residual (each element's residual is read just before c is written there, so the
-// residual may be c itself), the last applies the activation.
+// residual may be c itself), the last applies the activation. Where the CPU has AVX-512 (cpu::use_avx512), the
+// tasks run the 8 x 32 kernel of packed_gemm_wide.cpp on the same panels instead.
 #include "kernels/cpu/packed_gemm.h"
 
 #include <immintrin.h>
@@ -15,18 +16,47 @@
 #include <algorithm>
 
 #include "core/parallel.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/packed_gemm_task.h"
 #include "kernels/cpu/panel_gemm.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/ref/activation.h"
 
 namespace kiln::cpu {
+namespace gemm_detail {
+
+bool inline_activation(const FusedActivation& f) {
+  return f.on && (f.kind == ActivationKind::kRelu || f.kind == ActivationKind::kClip);
+}
+
+__attribute__((target("avx2,fma"))) void activate_span(const FusedActivation& f, float* y, int64_t n) {
+  if (f.kind == ActivationKind::kGelu && f.beta == 0.f)
+    gelu_erf_in_place(y, n);
+  else
+    ref::apply_fused(f, y, n);
+}
+
+Plan plan(int64_t m, int64_t panels, int64_t strip_rows, int64_t min_group_panels) {
+  Plan p;
+  // Row blocks of nearly equal size (a multiple of the strip), so that no thread's share is a block longer.
+  p.row_blocks = (m + kMaxBlockRows - 1) / kMaxBlockRows;
+  p.block_rows = ((m + p.row_blocks - 1) / p.row_blocks + strip_rows - 1) / strip_rows * strip_rows;
+  p.row_blocks = (m + p.block_rows - 1) / p.block_rows;
+  p.group_panels = std::min(kMaxGroupPanels, panels);
+  const int64_t wanted = kTasksPerThread * std::max(1, omp_get_max_threads());
+  while (p.group_panels > min_group_panels &&
+         p.row_blocks * ((panels + p.group_panels - 1) / p.group_panels) < wanted)
+    p.group_panels = (p.group_panels + 1) / 2;
+  p.groups = (panels + p.group_panels - 1) / p.group_panels;
+  return p;
+}
+
+}  // namespace gemm_detail
+
 namespace {
 
+using namespace gemm_detail;
 constexpr int64_t kRows = kPanelRows, kCols = kPanelCols;
-constexpr int64_t kDepth = 384;         // K rows per block: six rows of A (9 KB) stay in L1 across the panels
-constexpr int64_t kMaxBlockRows = 72;   // A rows per task
-constexpr int64_t kMaxGroupPanels = 8;  // panels per task: their K block is 192 KB, within a core's L2
-constexpr int64_t kTasksPerThread = 8;  // enough tasks for parallel_for to deal out in pieces
 
 struct Tile {
   float* c;
@@ -35,18 +65,6 @@ struct Tile {
   const float* residual;  // at the tile's first element, or null
   bool first, last;
 };
-
-bool inline_activation(const FusedActivation& f) {
-  return f.on && (f.kind == ActivationKind::kRelu || f.kind == ActivationKind::kClip);
-}
-
-// The activations other than ReLU and Clip, on `n` stored floats.
-__attribute__((target("avx2,fma"))) void activate_span(const FusedActivation& f, float* y, int64_t n) {
-  if (f.kind == ActivationKind::kGelu && f.beta == 0.f)
-    gelu_erf_in_place(y, n);
-  else
-    ref::apply_fused(f, y, n);
-}
 
 __attribute__((target("avx2,fma"))) void store_tile(const Tile& t, __m256 (&s)[kRows][2], const FusedActivation& f) {
   const bool clamp = t.last && inline_activation(f);
@@ -90,31 +108,6 @@ __attribute__((target("avx2,fma"))) void store_tile(const Tile& t, __m256 (&s)[k
   if (t.last && f.on && !inline_activation(f))
     for (int64_t i = 0; i < t.rows; ++i) activate_span(f, t.c + i * t.ldc, t.cols);
 }
-
-struct Plan {
-  int64_t block_rows, row_blocks, group_panels, groups;
-};
-
-Plan plan(int64_t m, int64_t panels) {
-  Plan p;
-  // Row blocks of nearly equal size (a multiple of six), so that no thread's share is a block longer.
-  p.row_blocks = (m + kMaxBlockRows - 1) / kMaxBlockRows;
-  p.block_rows = ((m + p.row_blocks - 1) / p.row_blocks + kRows - 1) / kRows * kRows;
-  p.row_blocks = (m + p.block_rows - 1) / p.block_rows;
-  p.group_panels = std::min(kMaxGroupPanels, panels);
-  const int64_t wanted = kTasksPerThread * std::max(1, omp_get_max_threads());
-  while (p.group_panels > 1 && p.row_blocks * ((panels + p.group_panels - 1) / p.group_panels) < wanted)
-    p.group_panels = (p.group_panels + 1) / 2;
-  p.groups = (panels + p.group_panels - 1) / p.group_panels;
-  return p;
-}
-
-// A in place (a, rows lda apart) or from gather.
-struct Source {
-  const float* a = nullptr;
-  int64_t lda = 0;
-  const RowGather* gather = nullptr;
-};
 
 __attribute__((target("avx2,fma"))) void run_task(int64_t m, const Source& src, const PackedColumns& b, float* c,
                                                   int64_t ldc, const GemmEpilogue& e, const Plan& p, int64_t task) {
@@ -221,10 +214,15 @@ namespace {
 
 void run(int64_t m, const Source& src, const PackedColumns& b, float* c, int64_t ldc, const GemmEpilogue& e) {
   if (m <= 0 || b.n <= 0) return;
-  const Plan p = plan(m, b.panels());
+  const bool wide = use_avx512();
+  const Plan p = wide ? plan(m, b.panels(), kWideStripRows, kWideStripPanels) : plan(m, b.panels(), kRows, 1);
   const int64_t per_task = 2 * p.block_rows * p.group_panels * kCols * std::max<int64_t>(b.k, 1);
-  parallel_for(p.row_blocks * p.groups, grain_for(per_task),
-               [&](int64_t task) { run_task(m, src, b, c, ldc, e, p, task); });
+  parallel_for(p.row_blocks * p.groups, grain_for(per_task), [&](int64_t task) {
+    if (wide)
+      run_wide_task(m, src, b, c, ldc, e, p, task);
+    else
+      run_task(m, src, b, c, ldc, e, p, task);
+  });
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // The CPU's own float32 matrix product for a B known ahead (weights): B packed once into panels of 16 columns, the
 // product blocked for the caches (blocks of K rows; per six rows of A, read in place, the register kernel of
 // panel_gemm.h against a group of panels), with the layer's epilogue (bias, residual, activation) applied as each
-// tile is stored. Needs AVX2 and FMA (cpu::has_avx2_fma).
+// tile is stored. Needs AVX2 and FMA (cpu::has_avx2_fma); runs an 8 x 32 AVX-512 kernel where cpu::use_avx512.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -63,7 +63,7 @@ void packed_gemm(int64_t m, const float* a, int64_t lda, const PackedColumns& b,
                  const GemmEpilogue& epilogue);
 
 /// A whose rows are made on demand (a convolution's im2col rows, never stored whole): writes rows [row, row + count)
-/// (count <= 6), columns [col, col + depth) to out, row i at out + i * depth. Called from several threads at once.
+/// (count <= 8), columns [col, col + depth) to out, row i at out + i * depth. Called from several threads at once.
 using RowGather = std::function<void(int64_t row, int64_t count, int64_t col, int64_t depth, float* out)>;
 
 /// packed_gemm with A's rows from `gather`.
