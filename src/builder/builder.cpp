@@ -324,11 +324,11 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
   search.cache = &cache;
   search.device = cache.device();
   search.workspace_limit = options.workspace_limit;
-  // Layout on the CPU, timed like a tactic: convolutions in channel blocks (oneDNN's nChw8c, every oneDNN layer on
-  // its own layout: MobileNetV2's depthwise layers at batch 8 took 3.2 ms against 5.8 ms NHWC) or NHWC (kiln's own
-  // Winograd and GEMM kernels: ResNet-50 at batch 8 took 547 ms against 684 ms in blocks). Both are planned, and the
-  // one whose chosen kernels' timings sum to less is kept; without timing (level 0), or with the layout-blocked pass
-  // off, NHWC.
+  // Layout on the CPU, timed like a tactic: convolutions in channel blocks (oneDNN's nChw8c / nChw16c, every oneDNN
+  // layer on its own layout: MobileNetV2's depthwise layers at batch 8 took 3.2 ms against 5.8 ms NHWC) or NHWC (kiln's
+  // own Winograd and GEMM kernels: ResNet-50 at batch 8 took 547 ms against 684 ms in blocks). Both are planned, and
+  // the one whose chosen kernels' timings sum to less is kept; without timing (level 0), or with the layout-blocked
+  // pass off, NHWC.
   Variant chosen;
   const bool try_blocks = options.backend == Backend::kCpu && options.optimization_level > 0 &&
                           options.passes.enabled && !options.passes.disabled.count("layout-blocked") &&
@@ -337,7 +337,9 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
     // One variant at a time (the clones share the model's constants; each variant's own are freed with it), then
     // the winner planned again with its weights prepared: its choices come from the timings just measured.
     PassOptions blocks = pass_options;
-    blocks.layout.channel_blocks = true;
+    // oneDNN's jit convolutions' own block: 16 channels on AVX-512 (there, blocks of 8 ran MobileNetV2 b1's layers
+    // in 4.18 ms summed against 2.59 NHWC), 8 on AVX2.
+    blocks.layout.channel_block = cpu_isa_name().starts_with("avx512") ? 16 : 8;
     search.time_sole_candidate = true;
     const PlanLogs timing_logs{true, false};
     double nhwc_ms = 0;

@@ -42,9 +42,9 @@ struct LayoutOptions {
   /// when every reader of its output is a convolution that goes channels-last: either alone would cost a transpose
   /// in and out for nothing (the CPU builder sets it).
   bool pooling_joins_only = false;
-  /// layout-blocked: 2-D float32 convolutions on activations in blocks of 8 channels (oneDNN's nChw8c) where the
-  /// backend has such kernels.
-  bool channel_blocks = false;
+  /// layout-blocked: 2-D float32 convolutions on activations in blocks of this many channels (8: oneDNN's nChw8c;
+  /// 16: nChw16c, its jit convolutions' own layout on AVX-512) where the backend has such kernels; 0: off.
+  int64_t channel_block = 0;
   /// matmul-weights-nk: a MatrixMultiply's constant [K, N] weights stored as [N, K] (the CPU builder sets it:
   /// oneDNN's AVX2 GEMM reads them so up to twice as fast).
   bool matmul_weights_nk = false;

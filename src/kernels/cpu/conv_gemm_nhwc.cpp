@@ -122,7 +122,9 @@ class ConvGemm final : public Kernel {
     return Status::ok();
   }
 
-  std::string detail() const override { return cpu::use_avx512() ? "im2col rows + packed GEMM 8x32, AVX-512" : "im2col rows + packed GEMM 6x16, AVX2"; }
+  std::string detail() const override {
+    return cpu::use_avx512() ? "im2col rows + packed GEMM 8x32, AVX-512" : "im2col rows + packed GEMM 6x16, AVX2";
+  }
 
  private:
   static bool is_pointwise(const ConvWindow& w) {

@@ -59,7 +59,9 @@ class PackedProduct final : public Kernel {
     return Status::ok();
   }
 
-  std::string detail() const override { return cpu::use_avx512() ? "packed GEMM 8x32, AVX-512" : "packed GEMM 6x16, AVX2"; }
+  std::string detail() const override {
+    return cpu::use_avx512() ? "packed GEMM 8x32, AVX-512" : "packed GEMM 6x16, AVX2";
+  }
 
  private:
   cpu::PackedWeights packed_;

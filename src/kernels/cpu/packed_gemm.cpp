@@ -44,8 +44,7 @@ Plan plan(int64_t m, int64_t panels, int64_t strip_rows, int64_t min_group_panel
   p.row_blocks = (m + p.block_rows - 1) / p.block_rows;
   p.group_panels = std::min(kMaxGroupPanels, panels);
   const int64_t wanted = kTasksPerThread * std::max(1, omp_get_max_threads());
-  while (p.group_panels > min_group_panels &&
-         p.row_blocks * ((panels + p.group_panels - 1) / p.group_panels) < wanted)
+  while (p.group_panels > min_group_panels && p.row_blocks * ((panels + p.group_panels - 1) / p.group_panels) < wanted)
     p.group_panels = (p.group_panels + 1) / 2;
   p.groups = (panels + p.group_panels - 1) / p.group_panels;
   return p;

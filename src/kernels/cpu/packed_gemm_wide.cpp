@@ -58,9 +58,8 @@ __attribute__((target("avx512f"))) void product_rows(bool two, const float* a, i
 }
 
 // The kernel for the first `rows` (1 to 8) rows of A, against one panel or two.
-__attribute__((target("avx512f"))) void product(int64_t rows, bool two, const float* a, int64_t lda,
-                                                const float* b0, const float* b1, int64_t k,
-                                                __m512 (&sums)[kWideRows][2]) {
+__attribute__((target("avx512f"))) void product(int64_t rows, bool two, const float* a, int64_t lda, const float* b0,
+                                                const float* b1, int64_t k, __m512 (&sums)[kWideRows][2]) {
   switch (rows) {
     case 1: return product_rows<1>(two, a, lda, b0, b1, k, sums);
     case 2: return product_rows<2>(two, a, lda, b0, b1, k, sums);
@@ -76,8 +75,7 @@ __attribute__((target("avx512f"))) void product(int64_t rows, bool two, const fl
 }  // namespace
 
 __attribute__((target("avx512f"))) void run_wide_task(int64_t m, const Source& src, const PackedColumns& b, float* c,
-                                                       int64_t ldc, const GemmEpilogue& e, const Plan& p,
-                                                       int64_t task) {
+                                                      int64_t ldc, const GemmEpilogue& e, const Plan& p, int64_t task) {
   static_assert(kWideStripRows == kWideRows && kWideStripPanels == kWidePanels);
   const int64_t group = task / p.row_blocks, block = task % p.row_blocks;
   const int64_t r0 = block * p.block_rows, rows = std::min(p.block_rows, m - r0);

@@ -15,9 +15,9 @@ constexpr int kWidePanels = 2;  // panels of B per call
 /// sums[i][h] = row i of A (i < Rows) times panel h (b0, then b1 when Panels is 2), over k.
 template <int Rows, int Panels>
 __attribute__((target("avx512f"), always_inline)) inline void wide_panel_product(const float* a, int64_t lda,
-                                                                                const float* b0, const float* b1,
-                                                                                int64_t k,
-                                                                                __m512 (&sums)[kWideRows][2]) {
+                                                                                 const float* b0, const float* b1,
+                                                                                 int64_t k,
+                                                                                 __m512 (&sums)[kWideRows][2]) {
   static_assert(Rows >= 1 && Rows <= kWideRows && (Panels == 1 || Panels == 2));
   __m512 acc[Rows][Panels];
 #pragma GCC unroll 8

@@ -31,11 +31,11 @@ OpenMpWait openmp_wait() {
 
 const char* openmp_wait_description() {
   switch (openmp_wait()) {
-    case OpenMpWait::kShortSpin: return "short spin (GOMP_SPINCOUNT=300, set by kiln)";
+    case OpenMpWait::kShortSpin: return "short spin (GOMP_SPINCOUNT=10000, set by kiln)";
     case OpenMpWait::kUserSet: return "as OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment say";
     case OpenMpWait::kLibgompDefault: break;
   }
-  return "libgomp's default spin (libgomp started before kiln could set it; set GOMP_SPINCOUNT=300)";
+  return "libgomp's default spin (libgomp started before kiln could set it; set GOMP_SPINCOUNT=10000)";
 }
 
 }  // namespace kiln

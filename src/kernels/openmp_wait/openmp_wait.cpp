@@ -28,7 +28,7 @@ bool libgomp_may_have_started() {
 __attribute__((constructor)) void choose_openmp_wait() {
   if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) {
     kiln_openmp_wait_choice = 1;
-  } else if (!libgomp_may_have_started() && setenv("GOMP_SPINCOUNT", "300", 0) == 0) {
+  } else if (!libgomp_may_have_started() && setenv("GOMP_SPINCOUNT", "10000", 0) == 0) {
     kiln_openmp_wait_choice = 0;
   }
 }

@@ -46,10 +46,10 @@ std::unique_ptr<Graph> mobile_net() {
   return g;
 }
 
-PassOptions channel_blocks(Backend backend) {
+PassOptions channel_blocks(Backend backend, int64_t block = 8) {
   PassOptions o;
   o.backend = backend_hook(backend);
-  o.layout.channel_blocks = true;
+  o.layout.channel_block = block;
   return o;
 }
 
@@ -113,6 +113,46 @@ TEST(LayoutBlocked, ABlockRunsInChannelBlocksWithOneShuffleOut) {
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   const std::string info = layer_info_json(**engine, nullptr);
   EXPECT_NE(info.find("\"Format\": \"nChw8c\""), std::string::npos) << info;
+}
+
+// Blocks of 16 (what the CPU builder asks for on AVX-512: oneDNN's nChw16c): every layer in blocks, the same
+// outputs on oneDNN's kernels and the reference backend, and the inspector names the layout.
+TEST(LayoutBlocked, BlocksOfSixteenChannels) {
+  auto g = mobile_net();
+  const std::vector<Tensor> inputs = random_inputs(*g);
+  PassOptions off;
+  off.enabled = false;
+  auto plain = build_and_run(*g, inputs, off, Backend::kRef);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  for (Backend backend : {Backend::kCpu, Backend::kRef}) {
+    auto blocked = build_and_run(*g, inputs, channel_blocks(backend, 16), backend);
+    ASSERT_TRUE(blocked.is_ok()) << blocked.status().to_string();
+    EXPECT_EQ(applied_by(blocked->report.optimizer, "layout-blocked"),
+              (std::vector<std::string>{"'stem + stem_relu' (Convolution) runs in blocks of 16 channels",
+                                        "'expand + expand_relu' (Convolution) runs in blocks of 16 channels",
+                                        "'dw' (Convolution) runs in blocks of 16 channels",
+                                        "'project + add' (Convolution) runs in blocks of 16 channels"}));
+    EXPECT_LE(max_difference(blocked->outputs, plain->outputs), 1e-5) << backend_name(backend);
+  }
+  auto o = g->clone();
+  OptimizerReport report;
+  ASSERT_TRUE(run_passes(*o, channel_blocks(Backend::kCpu, 16), &report).is_ok());
+  const Node* stem = o->find_node("stem + stem_relu");
+  ASSERT_NE(stem, nullptr);
+  EXPECT_EQ(stem->outputs[0]->dims, (Dims{2, 1, 7, 6, 16}));
+  BuildOptions options;
+  options.optimization_level = 0;
+  options.passes = channel_blocks(Backend::kCpu, 16);
+  auto bytes = build_engine(*g, options);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  auto engine = EngineImpl::deserialize(*bytes);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  EXPECT_NE(layer_info_json(**engine, nullptr).find("\"Format\": \"nChw16c\""), std::string::npos);
+  // Any other block is an error that says what the pass takes.
+  auto other = g->clone();
+  const Status st = run_passes(*other, channel_blocks(Backend::kCpu, 12), &report);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("blocks of 8 or 16 channels, not 12"), std::string::npos) << st.message();
 }
 
 TEST(LayoutBlocked, WhatCannotGoInBlocksIsRefusedWithTheReason) {
