@@ -19,6 +19,7 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/panel_gemm.h"
+#include "kernels/cpu/panel_gemm_wide.h"
 #include "kernels/cpu/threads.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
@@ -26,9 +27,10 @@
 namespace kiln {
 namespace {
 
-constexpr int kPoints = 16;             // the 4x4 transformed tile
-constexpr int kRows = cpu::kPanelRows;  // tiles per step of the matrix products
-constexpr int kCols = cpu::kPanelCols;  // output channels per step (two AVX2 vectors)
+constexpr int kPoints = 16;                // the 4x4 transformed tile
+constexpr int kRows = cpu::kPanelRows;     // tiles per step of the matrix products (AVX2)
+constexpr int kWideRows = cpu::kWideRows;  // the same with AVX-512 (cpu::use_avx512), two panels per step
+constexpr int kCols = cpu::kPanelCols;     // output channels per panel (two AVX2 vectors, one AVX-512 vector)
 // The blocked path: where all of U (16 C M floats) fits in this much (it is read again for every block of tiles),
 // blocks of as many tiles as keep their V and M rows within kBlockFloats floats (of a core's L2).
 constexpr size_t kBlockedWeightBytes = size_t{1} << 20;
@@ -113,6 +115,38 @@ __attribute__((target("avx2,fma"))) void multiply_panel(int64_t c, int64_t m, in
   }
 }
 
+// M[xi][:, m0, m0 + 16 or 32) = V[xi] U[xi] for one panel or two (`two`) on the AVX-512 kernel (rows a multiple of
+// eight).
+__attribute__((target("avx512f"))) void multiply_panels_wide(int64_t c, int64_t m, int64_t rows, const float* v,
+                                                             const float* u, float* mo, int64_t xi, int64_t m0,
+                                                             bool two) {
+  const float* vx = v + xi * rows * c;
+  const float* ux = u + xi * c * m + m0 * c;  // panels of C rows of 16, one after another
+  float* mx = mo + xi * rows * m + m0;
+  for (int64_t r = 0; r < rows; r += kWideRows) {
+    __m512 sums[kWideRows][2];
+    if (two)
+      cpu::wide_panel_product<kWideRows, 2>(vx + r * c, c, ux, ux + c * kCols, c, sums);
+    else
+      cpu::wide_panel_product<kWideRows, 1>(vx + r * c, c, ux, ux, c, sums);
+    float* out = mx + r * m;
+    for (int i = 0; i < kWideRows; ++i) {
+      _mm512_storeu_ps(out + i * m, sums[i][0]);
+      if (two) _mm512_storeu_ps(out + i * m + kCols, sums[i][1]);
+    }
+  }
+}
+
+// Panel step `step` of the products (of `steps` per xi): one panel, or on AVX-512 a pair (the last alone when the
+// panels are odd).
+void multiply_step(bool wide, int64_t c, int64_t m, int64_t rows, const float* v, const float* u, float* mo, int64_t xi,
+                   int64_t step) {
+  const int64_t panels = m / kCols;
+  if (!wide) return multiply_panel(c, m, rows, v, u, mo, xi, step * kCols);
+  const int64_t first = step * 2;
+  multiply_panels_wide(c, m, rows, v, u, mo, xi, first * kCols, first + 1 < panels);
+}
+
 // The 2x2 outputs of tile t from row `row` of M (`rows` rows per xi): A^T M A, then bias, residual and the
 // activation (residual read before y is written: it may be y's own memory).
 __attribute__((target("avx2,fma"))) void output_tile(const Problem& p, const float* mo, int64_t rows, int64_t t,
@@ -173,11 +207,13 @@ class WinogradConv final : public Kernel {
     const float* bias = ctx.src.size() > 2 && ctx.src[2].defined() ? ctx.src[2].data<float>() : nullptr;
     const float* residual = ctx.src.size() > 3 && ctx.src[3].defined() ? ctx.src[3].data<float>() : nullptr;
     float* y = ctx.dst[0].data<float>();
-    const int64_t panels = p.m / kCols;
+    const bool wide = cpu::use_avx512();
+    const int64_t strip = wide ? kWideRows : kRows;  // the products' rows come in multiples of this
+    const int64_t panels = p.m / kCols, steps = wide ? (panels + 1) / 2 : panels;
     // Blocks of tiles, each transformed, multiplied and transformed back by one thread in its cache, where U is
     // small enough to be read again for every block; else every tile's V at once, each U[xi] panel read once.
     if (kPoints * p.c * p.m * sizeof(float) <= kBlockedWeightBytes) {
-      const int64_t rows = std::max<int64_t>(kRows, kBlockFloats / (p.c + p.m) / kRows * kRows);
+      const int64_t rows = std::max<int64_t>(strip, kBlockFloats / (p.c + p.m) / strip * strip);
       const size_t v_bytes = sizeof(float) * kPoints * rows * p.c, m_bytes = sizeof(float) * kPoints * rows * p.m;
       workspace_ = (v_bytes + m_bytes) * static_cast<size_t>(std::max(1, cpu_threads()));
       parallel_for((p.tiles + rows - 1) / rows, 1, [&](int64_t block) {
@@ -188,12 +224,12 @@ class WinogradConv final : public Kernel {
         for (int64_t xi = 0; count < rows && xi < kPoints; ++xi)  // the rows past the last tile multiply as zeros
           std::memset(v + (xi * rows + count) * p.c, 0, sizeof(float) * (rows - count) * p.c);
         for (int64_t xi = 0; xi < kPoints; ++xi)
-          for (int64_t panel = 0; panel < panels; ++panel) multiply_panel(p.c, p.m, rows, v, u, mo, xi, panel * kCols);
+          for (int64_t step = 0; step < steps; ++step) multiply_step(wide, p.c, p.m, rows, v, u, mo, xi, step);
         for (int64_t i = 0; i < count; ++i) output_tile(p, mo, rows, t0 + i, i, bias, residual, a.fused, y);
       });
       return Status::ok();
     }
-    const int64_t rows = (p.tiles + kRows - 1) / kRows * kRows;
+    const int64_t rows = (p.tiles + strip - 1) / strip * strip;
     const size_t v_bytes = sizeof(float) * kPoints * rows * p.c, m_bytes = sizeof(float) * kPoints * rows * p.m;
     workspace_ = v_bytes + m_bytes;
     auto* v = static_cast<float*>(onednn::scratch(v_bytes, 0));  // the calling thread's buffers, shared by its kernels
@@ -201,14 +237,16 @@ class WinogradConv final : public Kernel {
     for (int64_t xi = 0; xi < kPoints; ++xi)  // the rows past the last tile multiply as zeros
       std::memset(v + (xi * rows + p.tiles) * p.c, 0, sizeof(float) * (rows - p.tiles) * p.c);
     parallel_for(p.tiles, grain_for(kPoints * p.c * 4), [&](int64_t t) { input_tile(p, xd, v, rows, t, t); });
-    parallel_for(kPoints * panels, grain_for(rows * p.c * kCols * 2),
-                 [&](int64_t i) { multiply_panel(p.c, p.m, rows, v, u, mo, i / panels, (i % panels) * kCols); });
+    parallel_for(kPoints * steps, grain_for(rows * p.c * kCols * 2 * (panels / steps)),
+                 [&](int64_t i) { multiply_step(wide, p.c, p.m, rows, v, u, mo, i / steps, i % steps); });
     parallel_for(p.tiles, grain_for(kPoints * p.m * 4),
                  [&](int64_t t) { output_tile(p, mo, rows, t, t, bias, residual, a.fused, y); });
     return Status::ok();
   }
 
-  std::string detail() const override { return "Winograd F(2x2, 3x3), AVX2"; }
+  std::string detail() const override {
+    return cpu::use_avx512() ? "Winograd F(2x2, 3x3), AVX-512 products" : "Winograd F(2x2, 3x3), AVX2";
+  }
   size_t workspace_bytes() const override { return workspace_; }
 
  private:

@@ -175,6 +175,12 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(nhwc_case("nhwc 3x3 odd size, residual + clip", wino_clip, {2, 7, 5, 24}, {32, 3, 3, 24}, true, true));
   c.push_back(nhwc_case("nhwc 3x3 no pad", conv({}, {0, 0, 0, 0}), {1, 8, 9, 16}, {16, 3, 3, 16}));
   c.push_back(nhwc_case("nhwc 3x3 asymmetric pads", conv({}, {0, 1, 2, 0}), {1, 6, 7, 8}, {16, 3, 3, 8}, false));
+  // Weights over the blocked path's 1 MB (every tile's products at once, not block by block) in an odd number of
+  // 16-channel panels (the AVX-512 products take them in pairs, the last alone), with a residual + ReLU.
+  OpCase wide_wino =
+      nhwc_case("nhwc 3x3 136 -> 144 channels, residual + relu", relu, {1, 6, 5, 136}, {144, 3, 3, 136}, true, true);
+  wide_wino.tolerance_scale = 4;  // 1224 products per output
+  c.push_back(wide_wino);
   // 1x1 stride 1: 70 rows, residual + ReLU; Clip, no bias.
   ConvolutionAttrs pw_relu = conv({}, {0, 0, 0, 0});
   pw_relu.fused = fused(ActivationKind::kRelu);
