@@ -14,6 +14,7 @@ namespace kiln::cpu::gemm_detail {
 namespace {
 
 constexpr int64_t kCols = 16;  // per panel
+constexpr __mmask16 kAll = 0xFFFF;
 
 struct WideTile {
   float* c;
@@ -40,7 +41,9 @@ __attribute__((target("avx512f"))) void store_wide_tile(const WideTile& t, __m51
         if (t.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, t.bias + h * kCols));
         if (t.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, t.residual + i * t.ldc + h * kCols));
       }
-      if (clamp) v = clip ? _mm512_min_ps(_mm512_max_ps(v, lo), hi) : _mm512_max_ps(v, lo);
+      // under a full mask: GCC 12's _mm512_max_ps passes an undefined vector that -Wmaybe-uninitialized flags
+      if (clamp)
+        v = clip ? _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, v, lo), hi) : _mm512_maskz_max_ps(kAll, v, lo);
       _mm512_mask_storeu_ps(ci, mask, v);
     }
   }
