@@ -65,14 +65,19 @@ bool few_input_channels(const Node& n) {
   return per_group < 8 && !(c->group > 1 && per_group == 1);
 }
 
-// Whether every reader of `n`'s output is a convolution that goes channels-last too (8 or more input channels per
-// group, or depthwise), so that a stem's NHWC output saves a transpose rather than adding two.
-bool readers_run_channels_last(const Graph& g, const Node& n) {
-  const Value* y = n.outputs[0];
+// Whether every reader of `y` goes channels-last too: a convolution with 8 or more input channels per group (or
+// depthwise), or a pooling layer whose own readers are such convolutions (ResNet's stem: convolution, max pool,
+// convolutions), so that a stem's NHWC output saves a transpose rather than adding two.
+bool readers_run_channels_last(const Graph& g, const Value* y, bool through_pooling = true) {
   if (is_graph_output(g, y) || y->uses.empty()) return false;
-  for (const Use& u : y->uses)
-    if (u.node->op() != "Convolution" || u.input != 0 || !channels_last_attrs(*u.node) || few_input_channels(*u.node))
+  for (const Use& u : y->uses) {
+    if (u.input != 0 || !channels_last_attrs(*u.node)) return false;
+    if (u.node->op() == "Pooling") {
+      if (!through_pooling || !readers_run_channels_last(g, u.node->outputs[0], false)) return false;
+    } else if (u.node->op() != "Convolution" || few_input_channels(*u.node)) {
       return false;
+    }
+  }
   return true;
 }
 
@@ -205,10 +210,11 @@ Status layout_nhwc(PassContext& ctx) {
                           ", where NCHW kernels are faster"));
       continue;
     }
-    if (ctx.layout().pooling_joins_only && few_input_channels(*n) && !readers_run_channels_last(g, *n)) {
-      ctx.refused(str_cat("'", name, "' (", op, ") channels-last: ", n->inputs[1]->dims[1], " input channels per ",
-                          "group, and not every reader of its output is a convolution that runs channels-last (the ",
-                          "transposes in and out would cost more than the layer gains)"));
+    if (ctx.layout().pooling_joins_only && few_input_channels(*n) && !readers_run_channels_last(g, n->outputs[0])) {
+      ctx.refused(
+          str_cat("'", name, "' (", op, ") channels-last: ", n->inputs[1]->dims[1], " input channels per ",
+                  "group, and not every reader of its output is a convolution (or a pooling before convolutions) that ",
+                  "runs channels-last (the ", "transposes in and out would cost more than the layer gains)"));
       continue;
     }
     if (op == "Pooling" && ctx.layout().pooling_joins_only && !rewrite.has_nhwc(n->inputs[0])) {

@@ -39,8 +39,9 @@ struct LayoutOptions {
   int64_t min_batch = 0;
   /// Pooling goes channels-last only where its input already is (it joins an NHWC region, never starts one), and a
   /// convolution with fewer than 8 input channels per group (a stem: oneDNN runs those in NCHW) starts one only
-  /// when every reader of its output is a convolution that goes channels-last: either alone would cost a transpose
-  /// in and out for nothing (the CPU builder sets it).
+  /// when every reader of its output is a convolution that goes channels-last, or a pooling layer whose readers all
+  /// are (ResNet's stem and max pool): either alone would cost a transpose in and out for nothing (the CPU builder
+  /// sets it).
   bool pooling_joins_only = false;
   /// layout-blocked: 2-D float32 convolutions on activations in blocks of this many channels (8: oneDNN's nChw8c;
   /// 16: nChw16c, its jit convolutions' own layout on AVX-512) where the backend has such kernels; 0: off.

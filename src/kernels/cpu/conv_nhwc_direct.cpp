@@ -10,11 +10,15 @@
 //   - "pixels": each tap one multiply-add over all of a pixel's channels in memory. Slower in the cache, but on
 //     the batch-8 layers whose tensors do not fit it (56x56x144, 112x112x96 stride 2) it measured 0.7-0.8 of the
 //     tiles' time, so both compete in tactic timing.
-// - cpu.conv_nhwc_few_channels: at most 4 input channels and a window of at most 3x3 (a mobile network's stem),
-//   which oneDNN runs only in NCHW (kernels/cpu/convolution.cpp). Because this kernel takes it, layout-nhwc moves
-//   the stem to NHWC: MobileNetV2 b8's stem 6.3-6.7 ms plus a 0.6 ms transpose of the 3-channel input, against
-//   oneDNN's 6.5-7.1 ms NCHW stem plus a 3.6 ms transpose of its 32-channel output (same runs). ResNet's 7x7 stem
-//   stays oneDNN's.
+// - cpu.conv_nhwc_few_channels: at most 4 input channels (a network's stem), which oneDNN runs only in NCHW
+//   (kernels/cpu/convolution.cpp). Because this kernel takes it, layout-nhwc moves the stem to NHWC. Two tactics:
+//   - "pixels" (windows up to 3x3): each pixel's output channels in compiler-vectorised chunks. On Zen 3 (AVX2)
+//     MobileNetV2 b8's stem took 6.3-6.7 ms plus a 0.6 ms transpose of the 3-channel input, against oneDNN's
+//     6.5-7.1 ms NCHW stem plus a 3.6 ms transpose of its 32-channel output.
+//   - "tiles" (AVX-512, windows up to 7x7: conv_few_channels_wide.cpp): register tiles of up to 12 pixels by 64
+//     channels. On Zen 5: MobileNetV2 b8's stem 1.4 ms in the model's run against "pixels"' 4.0 and
+//     cpu.conv_gemm_nhwc's 2.9; ResNet-50 b1's 7x7 stem 0.81 ms, its max pool NHWC after it 0.12, against oneDNN's
+//     NCHW stem 0.99 ms, NCHW max pool 0.23 and a transpose 0.08.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,6 +27,7 @@
 
 #include "core/parallel.h"
 #include "kernels/cpu/conv_nhwc_checks.h"
+#include "kernels/cpu/conv_nhwc_direct.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
@@ -30,16 +35,8 @@
 namespace kiln {
 namespace {
 
-struct DirectConv {
-  const float* x = nullptr;
-  const float* taps = nullptr;      // depthwise [kH, kW, C]; few channels [kH, kW, C, M]
-  const float* bias = nullptr;      // [M] or null
-  const float* residual = nullptr;  // [N, Ho, Wo, M] or null (may be y's own memory)
-  float* y = nullptr;
-  int64_t h = 0, w = 0, c = 0, m = 0, oh = 0, ow = 0, kh = 0, kw = 0;
-  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
-  FusedActivation fused;
-};
+using cpu::DirectConv;
+using cpu::TileRow;
 
 // The epilogue's activation over one output pixel's `m` channels.
 [[gnu::always_inline]] inline void activate(float* out, int64_t m, const FusedActivation& fused) {
@@ -102,7 +99,7 @@ template <int W>
       p, b, oy, ox, [&](const float* in, int64_t t) __attribute__((always_inline)) {
         for (int64_t ci = 0; ci < p.c; ++ci) {
           const float v = in[ci];
-          const float* tap = p.taps + (t * p.c + ci) * p.m + o;
+          const float* tap = p.taps + (t * p.c + ci) * p.taps_stride + o;
           for (int j = 0; j < W; ++j) acc[j] += v * tap[j];
         }
       });
@@ -136,12 +133,6 @@ template <int W>
 __attribute__((target("avx2,fma"))) void depthwise_row_avx2(const DirectConv& p, int64_t row) { depthwise_row(p, row); }
 
 // ---- Depthwise by register tiles ----
-
-// One output row's place: its image and row, the window rows [ky0, ky1) that lie inside x, and the first of them.
-struct TileRow {
-  int64_t row = 0, oy = 0, ky0 = 0, ky1 = 0;
-  const float* x_image = nullptr;  // image b of x
-};
 
 // PX output pixels from (row, ox), V vectors of channels from ch (kMasked: one vector, the lanes in `mask`); kEdge:
 // each tap is checked against x's width (pixels near the left and right borders).
@@ -204,22 +195,11 @@ __attribute__((target("avx2,fma"), always_inline)) inline void depthwise_tiles(c
 // Output row `row` by tiles: the pixels whose window lies inside x's width four at a time, the others one by one
 // with each tap checked; window rows outside x are left out of the loop.
 __attribute__((target("avx2,fma"))) void depthwise_tiles_row(const DirectConv& p, int64_t row) {
-  TileRow r;
-  r.row = row;
-  r.oy = row % p.oh;
-  r.x_image = p.x + (row / p.oh) * p.h * p.w * p.c;
-  const int64_t iy0 = r.oy * p.sh - p.ph;
-  r.ky0 = iy0 >= 0 ? 0 : std::min(p.kh, (-iy0 + p.dh - 1) / p.dh);
-  r.ky1 = r.ky0;
-  while (r.ky1 < p.kh && iy0 + r.ky1 * p.dh < p.h) ++r.ky1;
-  // Interior pixels: ox * sw - pw >= 0 and ox * sw - pw + (kw - 1) * dw < w.
-  const int64_t lo = std::min(p.ow, (p.pw + p.sw - 1) / p.sw);
-  const int64_t last_x = p.w - 1 - (p.kw - 1) * p.dw + p.pw;
-  const int64_t hi = last_x < 0 ? lo : std::clamp(last_x / p.sw + 1, lo, p.ow);
+  const TileRow r = cpu::tile_row(p, row);
   int64_t ox = 0;
-  for (; ox < lo; ++ox) depthwise_tiles<1, true>(p, r, ox);
-  for (; ox + 4 <= hi; ox += 4) depthwise_tiles<4, false>(p, r, ox);
-  for (; ox < hi; ++ox) depthwise_tiles<1, false>(p, r, ox);
+  for (; ox < r.lo; ++ox) depthwise_tiles<1, true>(p, r, ox);
+  for (; ox + 4 <= r.hi; ox += 4) depthwise_tiles<4, false>(p, r, ox);
+  for (; ox < r.hi; ++ox) depthwise_tiles<1, false>(p, r, ox);
   for (; ox < p.ow; ++ox) depthwise_tiles<1, true>(p, r, ox);
 }
 
@@ -230,6 +210,7 @@ std::vector<std::string> depthwise_tactics(const OpCall&) {
   if (!cpu::has_avx2_fma()) return {kPixels};
   return {kPixels, kTiles};
 }
+
 __attribute__((target("avx2,fma"))) void few_channels_row_avx2(const DirectConv& p, int64_t row) {
   few_channels_row(p, row);
 }
@@ -249,17 +230,33 @@ Status depthwise_supports(const OpCall& call) {
   return Status::ok();
 }
 
-constexpr int64_t kFewChannels = 4, kFewChannelsWindow = 3;
+// Windows up to 3x3 everywhere; up to 7x7 (ResNet's stem) where the AVX-512 tiles run them: 7x7 by the "pixels"
+// loop lost to oneDNN's NCHW kernels.
+constexpr int64_t kFewChannels = 4, kFewChannelsWindow = 3, kFewChannelsTilesWindow = 7;
 
 Status few_channels_supports(const OpCall& call) {
   KILN_RETURN_IF_ERROR(direct_supports(call));
   const Dims& w = call.inputs[1].dims;
   if (call.attrs_as<ConvolutionAttrs>().group != 1) return unsupported("takes ungrouped convolutions only");
   if (w[3] > kFewChannels) return unsupported("takes at most ", kFewChannels, " input channels, not ", w[3]);
-  if (w[1] > kFewChannelsWindow || w[2] > kFewChannelsWindow)
-    return unsupported("takes windows of at most ", kFewChannelsWindow, "x", kFewChannelsWindow, " (oneDNN's NCHW ",
-                       "kernels are faster on larger ones)");
+  const int64_t window = cpu::use_avx512() ? kFewChannelsTilesWindow : kFewChannelsWindow;
+  if (w[1] > window || w[2] > window)
+    return unsupported("takes windows of at most ", window, "x", window, " on this CPU (oneDNN's NCHW kernels are ",
+                       "faster on larger ones)");
   return Status::ok();
+}
+
+bool pixels_window(const OpCall& call) {
+  const Dims& w = call.inputs[1].dims;
+  return w[1] <= kFewChannelsWindow && w[2] <= kFewChannelsWindow;
+}
+
+// "tiles" first on AVX-512 (what an untimed build takes), then "pixels" where its window allows; "pixels" alone
+// elsewhere (an empty tactic, as engines made before the tiles have, is "pixels" too).
+std::vector<std::string> few_channels_tactics(const OpCall& call) {
+  if (!cpu::use_avx512()) return {kPixels};
+  if (!pixels_window(call)) return {kTiles};
+  return {kTiles, kPixels};
 }
 
 // The geometry, operands and epilogue of a call (the taps are the caller's).
@@ -290,23 +287,27 @@ Result<DirectConv> direct_conv(KernelContext& ctx) {
   return p;
 }
 
-enum class DirectLoop { kFewChannels, kDepthwisePixels, kDepthwiseTiles };
+enum class DirectLoop { kFewChannelsPixels, kFewChannelsTiles, kDepthwisePixels, kDepthwiseTiles };
 
 template <DirectLoop kLoop>
 Status run_direct(KernelContext& ctx) {
-  constexpr bool kDepthwise = kLoop != DirectLoop::kFewChannels;
+  constexpr bool kDepthwise = kLoop == DirectLoop::kDepthwisePixels || kLoop == DirectLoop::kDepthwiseTiles;
   if (ctx.dst[0].numel() == 0) return Status::ok();
   KILN_ASSIGN_OR_RETURN(DirectConv p, direct_conv(ctx));
   // w is [M, window] (window = kH * kW * C/group); as [window, M] what one tap multiplies lies next to each other:
-  // depthwise, that tap of every channel (as the channels lie in x); else the M weights one input value scales.
+  // depthwise, that tap of every channel (as the channels lie in x); else the M weights one input value scales
+  // (the tiles read whole vectors of 16: each tap's M padded with zeros to a multiple of 16).
   const int64_t filters = p.m, window = p.kh * p.kw * (kDepthwise ? 1 : p.c);
-  std::vector<float> taps(static_cast<size_t>(window * filters));
+  p.taps_stride = kLoop == DirectLoop::kFewChannelsTiles ? (filters + 15) / 16 * 16 : filters;
+  std::vector<float> taps(static_cast<size_t>(window * p.taps_stride), 0.f);
   const float* wd = ctx.src[1].data<float>();
   for (int64_t o = 0; o < filters; ++o)
-    for (int64_t k = 0; k < window; ++k) taps[static_cast<size_t>(k * filters + o)] = wd[o * window + k];
+    for (int64_t k = 0; k < window; ++k) taps[static_cast<size_t>(k * p.taps_stride + o)] = wd[o * window + k];
   p.taps = taps.data();
   const int64_t rows = ctx.src[0].dims()[0] * p.oh, grain = grain_for(p.ow * filters * window);
-  if (!cpu::has_avx2_fma())
+  if constexpr (kLoop == DirectLoop::kFewChannelsTiles)
+    parallel_for(rows, grain, [&](int64_t r) { cpu::few_channels_tiles_row_avx512(p, r); });
+  else if (!cpu::has_avx2_fma())
     parallel_for(rows, grain, [&](int64_t r) { kDepthwise ? depthwise_row(p, r) : few_channels_row(p, r); });
   else if constexpr (kLoop == DirectLoop::kDepthwiseTiles)
     parallel_for(rows, grain, [&](int64_t r) { depthwise_tiles_row(p, r); });
@@ -320,6 +321,24 @@ Result<std::unique_ptr<Kernel>> create_depthwise(const OpCall& call) {
   if (call.tactic.empty() || call.tactic == kTiles) return stateless(run_direct<DirectLoop::kDepthwiseTiles>)(call);
   return invalid_argument("cpu.depthwise_nhwc has no tactic '", call.tactic, "' (it has '", kPixels, "' and '", kTiles,
                           "')");
+}
+
+// An empty tactic (engines made before the tiles) is "pixels" where its window allows, else "tiles".
+Result<std::unique_ptr<Kernel>> create_few_channels(const OpCall& call) {
+  const std::string tactic = !call.tactic.empty() ? call.tactic : pixels_window(call) ? kPixels : kTiles;
+  if (tactic == kPixels) {
+    if (!pixels_window(call))
+      return unsupported("cpu.conv_nhwc_few_channels: the \"", kPixels, "\" loop takes windows of at most ",
+                         kFewChannelsWindow, "x", kFewChannelsWindow, " (\"", kTiles, "\" takes larger ones)");
+    return stateless(run_direct<DirectLoop::kFewChannelsPixels>)(call);
+  }
+  if (tactic != kTiles)
+    return invalid_argument("cpu.conv_nhwc_few_channels has no tactic '", tactic, "' (it has '", kPixels, "' and '",
+                            kTiles, "')");
+  if (!cpu::use_avx512())
+    return unsupported("cpu.conv_nhwc_few_channels: the \"", kTiles, "\" tactic needs AVX-512, which this CPU (or ",
+                       "ONEDNN_MAX_CPU_ISA) does not allow; rebuild the engine here");
+  return stateless(run_direct<DirectLoop::kFewChannelsTiles>)(call);
 }
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -338,7 +357,8 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .backend = Backend::kCpu,
     .priority = 8,
     .supports = few_channels_supports,
-    .create = stateless(run_direct<DirectLoop::kFewChannels>),
+    .create = create_few_channels,
+    .tactics = few_channels_tactics,
 });
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/lanes_avx512.h"
 #include "kernels/cpu/packed_gemm_task.h"
 #include "kernels/cpu/panel_gemm_wide.h"
 
@@ -14,7 +15,7 @@ namespace kiln::cpu::gemm_detail {
 namespace {
 
 constexpr int64_t kCols = 16;  // per panel
-constexpr __mmask16 kAll = 0xFFFF;
+constexpr __mmask16 kAll = kAllLanes;
 
 struct WideTile {
   float* c;
@@ -36,15 +37,15 @@ __attribute__((target("avx512f"))) void store_wide_tile(const WideTile& t, __m51
       float* ci = t.c + i * t.ldc + h * kCols;
       __m512 v = s[i][h];
       if (!t.first) {
-        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, ci));
+        v = _mm512_add_ps(v, load_lanes(mask, ci));
       } else {
-        if (t.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, t.bias + h * kCols));
-        if (t.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, t.residual + i * t.ldc + h * kCols));
+        if (t.bias) v = _mm512_add_ps(v, load_lanes(mask, t.bias + h * kCols));
+        if (t.residual) v = _mm512_add_ps(v, load_lanes(mask, t.residual + i * t.ldc + h * kCols));
       }
       // under a full mask: GCC 12's _mm512_max_ps passes an undefined vector that -Wmaybe-uninitialized flags
       if (clamp)
         v = clip ? _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, v, lo), hi) : _mm512_maskz_max_ps(kAll, v, lo);
-      _mm512_mask_storeu_ps(ci, mask, v);
+      store_lanes(mask, ci, v);
     }
   }
   if (t.last && f.on && !inline_activation(f))

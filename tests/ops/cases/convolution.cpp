@@ -228,6 +228,18 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(
       nhwc_case("nhwc 7x7 stride 2 pad 3, 3 channels", conv({2, 2}, {3, 3, 3, 3}), {1, 12, 12, 3}, {8, 7, 7, 3}));
   c.push_back(nhwc_case("nhwc strides 1x2 no bias", conv({1, 2}, {0, 1, 0, 1}), {1, 5, 8, 4}, {6, 2, 3, 4}, false));
+  // cpu.conv_nhwc_few_channels' AVX-512 tiles: ResNet's 7x7 stride-2 stem into 64 + 8 channels (a 6-pixel tile of
+  // 4 vectors, then one vector under a mask) with a residual and ReLU; 3 -> 40 channels (3 vectors, 8 pixels) and
+  // 4 -> 32 channels (2 vectors, 12 pixels), rows wide enough for whole tiles and the borders either side.
+  ConvolutionAttrs stem_relu = conv({2, 2}, {3, 3, 3, 3});
+  stem_relu.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc stem 7x7 stride 2, 3 -> 72 channels, residual + relu", stem_relu, {1, 20, 21, 3},
+                        {72, 7, 7, 3}, true, true));
+  c.push_back(nhwc_case("nhwc stem 3x3 stride 2 clip, 3 -> 40 channels, 31 wide",
+                        clip_epilogue(conv({2, 2}, {1, 1, 1, 1})), {2, 9, 31, 3}, {40, 3, 3, 3}));
+  ConvolutionAttrs stem_s1 = conv({}, {1, 1, 1, 1});
+  stem_s1.fused = fused(ActivationKind::kRelu);
+  c.push_back(nhwc_case("nhwc 3x3 4 -> 32 channels, 30 wide, relu", stem_s1, {1, 4, 30, 4}, {32, 3, 3, 4}, false));
   // ResNet's downsampling block: 3x3 stride 2 to twice the channels with bias + ReLU, the 1x1 projection with bias
   // and a 1x1 expansion with bias + residual + ReLU (the cuDNN graph tactics' runtime-fused engines).
   ConvolutionAttrs down = conv({2, 2}, {1, 1, 1, 1});

@@ -189,6 +189,42 @@ TEST(LayoutNhwc, TheCpuBuilderRunsFloat32ChannelsLastWhereOneDnnTakesIt) {
   EXPECT_NE(refused_by(r2, "layout-nhwc")[0].find("float32"), std::string::npos);
 }
 
+// ResNet's stem: a convolution with few input channels whose only reader is a max pool that feeds convolutions with
+// 8 or more channels per group. On the CPU (pooling joins only) the stem starts the NHWC region all the same, so the
+// pool runs channels-last too and the only transposes are the 4-channel input's and the output's.
+TEST(LayoutNhwc, AStemBeforeAPoolStartsTheRegionWhenTheConvolutionsAfterItRunChannelsLast) {
+  Graph g;
+  Value* x = *g.add_input("x", DataType::kFloat32, {2, 4, 12, 12});
+  Value* p = max_pool(g, "pool", activation(g, "relu1", conv(g, "stem", x, 16), ActivationKind::kRelu));
+  Value* y = conv(g, "conv2", p, 16);
+  ASSERT_TRUE(g.rename_value(y, "y").is_ok());
+  ASSERT_TRUE(g.mark_output(y).is_ok());
+  PassOptions cpu = channels_last(Backend::kCpu);
+  cpu.layout.pooling_joins_only = true;
+  auto o = g.clone();
+  OptimizerReport report;
+  ASSERT_TRUE(run_passes(*o, cpu, &report).is_ok());
+  EXPECT_EQ(
+      applied_by(report, "layout-nhwc"),
+      (std::vector<std::string>{"'stem + relu1' (Convolution) runs channels-last",
+                                "'pool' (Pooling) runs channels-last", "'conv2' (Convolution) runs channels-last"}));
+  EXPECT_EQ(nodes_of(*o, "Shuffle").size(), 2u);
+
+  // A second reader of the pool that stays NCHW (here the graph output itself) keeps the stem NCHW, and the pool
+  // then does not start a region of its own.
+  Graph g2;
+  Value* x2 = *g2.add_input("x", DataType::kFloat32, {2, 4, 12, 12});
+  Value* p2 = max_pool(g2, "pool", conv(g2, "stem", x2, 16));
+  ASSERT_TRUE(g2.mark_output(conv(g2, "conv2", p2, 16)).is_ok());
+  ASSERT_TRUE(g2.mark_output(p2).is_ok());
+  OptimizerReport r2;
+  ASSERT_TRUE(run_passes(g2, cpu, &r2).is_ok());
+  const auto refused = refused_by(r2, "layout-nhwc");
+  ASSERT_GE(refused.size(), 2u);
+  EXPECT_NE(refused[0].find("or a pooling before convolutions"), std::string::npos) << refused[0];
+  EXPECT_NE(refused[1].find("does not start a channels-last region"), std::string::npos) << refused[1];
+}
+
 TEST(LayoutNhwc, Float16LayersGoChannelsLastWhenOnlyReducedPrecisionDoes) {
   auto g = conv_pool_net();
   PassOptions o = channels_last(Backend::kRef);
