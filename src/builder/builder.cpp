@@ -339,7 +339,7 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
     PassOptions blocks = pass_options;
     // oneDNN's jit convolutions' own block: 16 channels on AVX-512 (there, blocks of 8 ran MobileNetV2 b1's layers
     // in 4.18 ms summed against 2.59 NHWC), 8 on AVX2.
-    blocks.layout.channel_block = cpu_isa_name().starts_with("avx512") ? 16 : 8;
+    blocks.layout.channel_block = cpu_uses_avx512() ? 16 : 8;
     search.time_sole_candidate = true;
     const PlanLogs timing_logs{true, false};
     double nhwc_ms = 0;

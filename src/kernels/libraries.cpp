@@ -2,6 +2,7 @@
 
 #include <dnnl.hpp>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -38,6 +39,8 @@ std::string cpu_isa_name() {
     if (i.isa == isa) return i.name;
   return str_cat("isa_", static_cast<unsigned>(isa));  // one this kiln has no name for
 }
+
+bool cpu_uses_avx512() { return cpu::use_avx512(); }
 
 std::string cpu_isa_mismatch(std::string_view isa) {
   const std::string here = cpu_isa_name();

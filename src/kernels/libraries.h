@@ -20,5 +20,8 @@ std::string cpu_isa_name();
 /// Empty when this CPU has every instruction of `isa` (a name cpu_isa_name gave on some machine),
 /// otherwise why not, naming both ISAs.
 std::string cpu_isa_mismatch(std::string_view isa);
+/// Whether the own CPU kernels run their AVX-512 code here (kernels/cpu/cpu_features.h: the CPU has it and
+/// oneDNN's ISA limit allows avx512_core), so that the builder and the kernels ask one question.
+bool cpu_uses_avx512();
 
 }  // namespace kiln

@@ -110,22 +110,15 @@ __attribute__((target("avx2,fma"))) void store_tile(const Tile& t, __m256 (&s)[k
 
 __attribute__((target("avx2,fma"))) void run_task(int64_t m, const Source& src, const PackedColumns& b, float* c,
                                                   int64_t ldc, const GemmEpilogue& e, const Plan& p, int64_t task) {
-  const int64_t group = task / p.row_blocks, block = task % p.row_blocks;
-  const int64_t r0 = block * p.block_rows, rows = std::min(p.block_rows, m - r0);
-  const int64_t panel0 = group * p.group_panels, panel1 = std::min(b.panels(), panel0 + p.group_panels);
+  const TaskSpan span = task_span(p, m, b.panels(), task);
   alignas(32) float rows_here[kRows * kDepth];  // gathered rows
   for (int64_t p0 = 0; p0 < b.k; p0 += kDepth) {
     const int64_t depth = std::min(kDepth, b.k - p0);
-    for (int64_t i = 0; i < rows; i += kRows) {
-      const int64_t live = std::min(kRows, rows - i);
-      const float* ai = src.a ? src.a + (r0 + i) * src.lda + p0 : nullptr;
-      int64_t stride = src.lda;
-      if (src.gather) {
-        (*src.gather)(r0 + i, live, p0, depth, rows_here);
-        ai = rows_here;
-        stride = depth;
-      }
-      for (int64_t panel = panel0; panel < panel1; ++panel) {
+    for (int64_t i = 0; i < span.rows; i += kRows) {
+      const int64_t live = std::min(kRows, span.rows - i), r0 = span.r0;
+      int64_t stride = 0;
+      const float* ai = strip_rows(src, r0 + i, live, p0, depth, rows_here, stride);
+      for (int64_t panel = span.panel0; panel < span.panel1; ++panel) {
         __m256 sums[kRows][2];
         // only the live rows, read in place (fewer than six in a block's last rows)
         panel_product_rows(live, ai, stride, 1, b.data + (panel * b.k + p0) * kCols, depth, sums);

@@ -2,6 +2,7 @@
 // What packed_gemm.cpp's two register paths share (AVX2: tiles of 6 x 16; AVX-512: 8 x 32, packed_gemm_wide.cpp):
 // the split of the product into tasks of (a block of A's rows, a group of B's panels), where A comes from, and the
 // activations applied to a stored tile.
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/cpu/packed_gemm.h"
@@ -28,6 +29,30 @@ struct Source {
   int64_t lda = 0;
   const RowGather* gather = nullptr;
 };
+
+/// A task's share of the product: rows [r0, r0 + rows) of A and C against panels [panel0, panel1) of B.
+struct TaskSpan {
+  int64_t r0, rows, panel0, panel1;
+};
+
+inline TaskSpan task_span(const Plan& p, int64_t m, int64_t panels, int64_t task) {
+  const int64_t group = task / p.row_blocks, block = task % p.row_blocks;
+  const int64_t r0 = block * p.block_rows, panel0 = group * p.group_panels;
+  return {r0, std::min(p.block_rows, m - r0), panel0, std::min(panels, panel0 + p.group_panels)};
+}
+
+/// A's `live` rows from `row` over K [k0, k0 + depth): in place, or gathered into `rows_here` (live * depth floats);
+/// `stride` gets the floats from one row to the next.
+inline const float* strip_rows(const Source& src, int64_t row, int64_t live, int64_t k0, int64_t depth,
+                               float* rows_here, int64_t& stride) {
+  if (!src.gather) {
+    stride = src.lda;
+    return src.a + row * src.lda + k0;
+  }
+  (*src.gather)(row, live, k0, depth, rows_here);
+  stride = depth;
+  return rows_here;
+}
 
 /// ReLU and Clip, applied in registers as a tile is stored; the others run on the stored floats (activate_span).
 bool inline_activation(const FusedActivation& f);

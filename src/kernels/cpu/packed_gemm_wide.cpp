@@ -81,23 +81,16 @@ __attribute__((target("avx512f"))) void product(int64_t rows, bool two, const fl
 __attribute__((target("avx512f"))) void run_wide_task(int64_t m, const Source& src, const PackedColumns& b, float* c,
                                                       int64_t ldc, const GemmEpilogue& e, const Plan& p, int64_t task) {
   static_assert(kWideStripRows == kWideRows && kWideStripPanels == kWidePanels);
-  const int64_t group = task / p.row_blocks, block = task % p.row_blocks;
-  const int64_t r0 = block * p.block_rows, rows = std::min(p.block_rows, m - r0);
-  const int64_t panel0 = group * p.group_panels, panel1 = std::min(b.panels(), panel0 + p.group_panels);
+  const TaskSpan span = task_span(p, m, b.panels(), task);
   alignas(64) float rows_here[kWideRows * kDepth];  // gathered rows
   for (int64_t p0 = 0; p0 < b.k; p0 += kDepth) {
     const int64_t depth = std::min(kDepth, b.k - p0);
-    for (int64_t i = 0; i < rows; i += kWideRows) {
-      const int64_t live = std::min<int64_t>(kWideRows, rows - i);
-      const float* ai = src.a ? src.a + (r0 + i) * src.lda + p0 : nullptr;
-      int64_t stride = src.lda;
-      if (src.gather) {
-        (*src.gather)(r0 + i, live, p0, depth, rows_here);
-        ai = rows_here;
-        stride = depth;
-      }
-      for (int64_t panel = panel0; panel < panel1; panel += kWidePanels) {
-        const bool two = panel + 1 < panel1;
+    for (int64_t i = 0; i < span.rows; i += kWideRows) {
+      const int64_t live = std::min<int64_t>(kWideRows, span.rows - i), r0 = span.r0;
+      int64_t stride = 0;
+      const float* ai = strip_rows(src, r0 + i, live, p0, depth, rows_here, stride);
+      for (int64_t panel = span.panel0; panel < span.panel1; panel += kWidePanels) {
+        const bool two = panel + 1 < span.panel1;
         const float* b0 = b.data + (panel * b.k + p0) * kCols;
         __m512 sums[kWideRows][2];
         product(live, two, ai, stride, b0, b0 + b.k * kCols, depth, sums);

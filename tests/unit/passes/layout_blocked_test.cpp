@@ -53,6 +53,46 @@ PassOptions channel_blocks(Backend backend, int64_t block = 8) {
   return o;
 }
 
+// mobile_net() in blocks of `block` on the CPU (oneDNN's blocked kernels, not the reference fallback) and on the
+// reference backend: every layer in blocks, the unoptimized graph's outputs.
+void expect_blocks_run_every_layer(int64_t block) {
+  auto g = mobile_net();
+  const std::vector<Tensor> inputs = random_inputs(*g);
+  PassOptions off;
+  off.enabled = false;
+  auto plain = build_and_run(*g, inputs, off, Backend::kRef);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  const std::string runs = str_cat(" runs in blocks of ", block, " channels");
+  for (Backend backend : {Backend::kCpu, Backend::kRef}) {
+    auto blocked = build_and_run(*g, inputs, channel_blocks(backend, block), backend);
+    ASSERT_TRUE(blocked.is_ok()) << blocked.status().to_string();
+    EXPECT_EQ(applied_by(blocked->report.optimizer, "layout-blocked"),
+              (std::vector<std::string>{"'stem + stem_relu' (Convolution)" + runs,
+                                        "'expand + expand_relu' (Convolution)" + runs, "'dw' (Convolution)" + runs,
+                                        "'project + add' (Convolution)" + runs}));
+    EXPECT_LE(max_difference(blocked->outputs, plain->outputs), 1e-5) << backend_name(backend);
+    if (backend != Backend::kCpu) continue;
+    for (const std::string& choice : blocked->report.choices) {
+      if (choice.find("(Convolution)") != std::string::npos) {
+        EXPECT_NE(choice.find("cpu.onednn.convolution"), std::string::npos) << choice;
+      }
+    }
+  }
+}
+
+// The inspector's JSON of mobile_net() built in blocks of `block` on the CPU.
+std::string blocked_layer_info(int64_t block) {
+  BuildOptions options;
+  options.optimization_level = 0;
+  options.passes = channel_blocks(Backend::kCpu, block);
+  auto bytes = build_engine(*mobile_net(), options);
+  EXPECT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  if (!bytes) return "";
+  auto engine = EngineImpl::deserialize(*bytes);
+  EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+  return engine ? layer_info_json(**engine, nullptr) : "";
+}
+
 TEST(LayoutBlocked, ABlockRunsInChannelBlocksWithOneShuffleOut) {
   auto g = mobile_net();
   auto o = g->clone();
@@ -88,66 +128,25 @@ TEST(LayoutBlocked, ABlockRunsInChannelBlocksWithOneShuffleOut) {
   EXPECT_EQ(y->producer, shuffles[0]);
 
   // Built and run on the CPU (oneDNN's blocked kernels) and the reference backend: the unoptimized graph's outputs.
-  const std::vector<Tensor> inputs = random_inputs(*g);
-  PassOptions off;
-  off.enabled = false;
-  auto plain = build_and_run(*g, inputs, off, Backend::kRef);
-  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
-  for (Backend backend : {Backend::kCpu, Backend::kRef}) {
-    auto blocked = build_and_run(*g, inputs, channel_blocks(backend), backend);
-    ASSERT_TRUE(blocked.is_ok()) << blocked.status().to_string();
-    EXPECT_EQ(applied_by(blocked->report.optimizer, "layout-blocked").size(), 4u);
-    EXPECT_LE(max_difference(blocked->outputs, plain->outputs), 1e-5) << backend_name(backend);
-    if (backend == Backend::kCpu)
-      for (const std::string& choice : blocked->report.choices)
-        if (choice.find("(Convolution)") != std::string::npos)
-          EXPECT_NE(choice.find("cpu.onednn.convolution"), std::string::npos) << choice;  // not the reference
-  }
+  expect_blocks_run_every_layer(8);
   // The inspector names the layout of the blocked activations.
-  BuildOptions options;
-  options.optimization_level = 0;
-  options.passes = channel_blocks(Backend::kCpu);
-  auto bytes = build_engine(*g, options);
-  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
-  auto engine = EngineImpl::deserialize(*bytes);
-  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
-  const std::string info = layer_info_json(**engine, nullptr);
+  const std::string info = blocked_layer_info(8);
   EXPECT_NE(info.find("\"Format\": \"nChw8c\""), std::string::npos) << info;
 }
 
 // Blocks of 16 (what the CPU builder asks for on AVX-512: oneDNN's nChw16c): every layer in blocks, the same
 // outputs on oneDNN's kernels and the reference backend, and the inspector names the layout.
 TEST(LayoutBlocked, BlocksOfSixteenChannels) {
+  expect_blocks_run_every_layer(16);
   auto g = mobile_net();
-  const std::vector<Tensor> inputs = random_inputs(*g);
-  PassOptions off;
-  off.enabled = false;
-  auto plain = build_and_run(*g, inputs, off, Backend::kRef);
-  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
-  for (Backend backend : {Backend::kCpu, Backend::kRef}) {
-    auto blocked = build_and_run(*g, inputs, channel_blocks(backend, 16), backend);
-    ASSERT_TRUE(blocked.is_ok()) << blocked.status().to_string();
-    EXPECT_EQ(applied_by(blocked->report.optimizer, "layout-blocked"),
-              (std::vector<std::string>{"'stem + stem_relu' (Convolution) runs in blocks of 16 channels",
-                                        "'expand + expand_relu' (Convolution) runs in blocks of 16 channels",
-                                        "'dw' (Convolution) runs in blocks of 16 channels",
-                                        "'project + add' (Convolution) runs in blocks of 16 channels"}));
-    EXPECT_LE(max_difference(blocked->outputs, plain->outputs), 1e-5) << backend_name(backend);
-  }
   auto o = g->clone();
   OptimizerReport report;
   ASSERT_TRUE(run_passes(*o, channel_blocks(Backend::kCpu, 16), &report).is_ok());
   const Node* stem = o->find_node("stem + stem_relu");
   ASSERT_NE(stem, nullptr);
   EXPECT_EQ(stem->outputs[0]->dims, (Dims{2, 1, 7, 6, 16}));
-  BuildOptions options;
-  options.optimization_level = 0;
-  options.passes = channel_blocks(Backend::kCpu, 16);
-  auto bytes = build_engine(*g, options);
-  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
-  auto engine = EngineImpl::deserialize(*bytes);
-  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
-  EXPECT_NE(layer_info_json(**engine, nullptr).find("\"Format\": \"nChw16c\""), std::string::npos);
+  const std::string info = blocked_layer_info(16);
+  EXPECT_NE(info.find("\"Format\": \"nChw16c\""), std::string::npos) << info;
   // Any other block is an error that says what the pass takes.
   auto other = g->clone();
   const Status st = run_passes(*other, channel_blocks(Backend::kCpu, 12), &report);
