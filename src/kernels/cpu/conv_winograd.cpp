@@ -1,13 +1,19 @@
-// cpu.winograd_nhwc: 3x3 stride-1 convolutions on channels_last (NHWC) float32 by Winograd's F(2x2, 3x3), which makes
-// each 2x2 block of outputs from a 4x4 block of inputs with 16 multiplications per (input, output) channel pair where a
-// direct convolution needs 36: the input tiles and the weights go to the transformed domain (V = B^T d B, U = G g G^T),
-// there 16 matrix products M[xi] = V[xi] U[xi] over the channels, then back (Y = A^T M A) with the optimizer's epilogue
-// (bias, residual, ReLU or Clip). oneDNN 2.6 has Winograd kernels for AVX-512 only; on AVX2 its direct 3x3 kernels ran
+// cpu.winograd_nhwc: 3x3 stride-1 convolutions on channels_last (NHWC) float32 by Winograd's minimal filtering, two
+// tactics:
+// - "f2", F(2x2, 3x3) (the default): each 2x2 block of outputs from a 4x4 block of inputs with 16 multiplications per
+//   (input, output) channel pair where a direct convolution needs 36;
+// - "f4", F(4x4, 3x3): each 4x4 block from a 6x6 block with 36 where a direct convolution needs 144 (points 0, 1,
+//   -1, 2, -2 and infinity), at the price of larger transforms, tiles that overhang the output more (14x14 outputs
+//   take 16x16), a U 2.25 times the size and transforms with factors up to 8, whose rounding stays within the
+//   harness' float32 tolerance. On ResNet-50 b1 (2 Zen 5 cores) it took the 56x56 layers at 0.31 ms against "f2"'s
+//   0.50 and the 28x28 ones at 0.38 against 0.45; "f2" kept the 14x14 ones (0.48 against 0.53).
+// The input tiles and the weights go to the transformed domain (V = B^T d B, U = G g G^T), there one matrix product
+// M[xi] = V[xi] U[xi] over the channels per point, then back (Y = A^T M A) with the optimizer's epilogue (bias,
+// residual, ReLU or Clip). oneDNN 2.6 has Winograd kernels for AVX-512 only; on AVX2 its direct 3x3 kernels ran
 // ResNet-50's layers at 100-140 GFLOP/s on 2 cores. Competes with them in tactic timing: on ResNet-50 batch 8 (2 AVX2
-// cores) it takes all 13 stride-1 3x3 layers at 8-12 ms each against oneDNN's 12-21 ms, and the model went from 530-590
-// to 460-485 ms in alternating runs. U is made once, when the kernel is created from an engine constant (on every run
-// from weights given at run time). Rounding: the transforms add and halve, so errors stay a few float32 ulps of the
-// sums.
+// cores) "f2" took all 13 stride-1 3x3 layers at 8-12 ms each against oneDNN's 12-21 ms, and the model went from
+// 530-590 to 460-485 ms in alternating runs. U is made once, when the kernel is created from an engine constant (on
+// every run from weights given at run time), in double and rounded once.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -16,6 +22,7 @@
 
 #include "core/parallel.h"
 #include "kernels/cpu/conv_nhwc_checks.h"
+#include "kernels/cpu/conv_winograd.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/panel_gemm.h"
@@ -27,7 +34,10 @@
 namespace kiln {
 namespace {
 
-constexpr int kPoints = 16;                // the 4x4 transformed tile
+using cpu::winograd::input_tile_f4;
+using cpu::winograd::output_tile_f4;
+using cpu::winograd::Problem;
+
 constexpr int kRows = cpu::kPanelRows;     // tiles per step of the matrix products (AVX2)
 constexpr int kWideRows = cpu::kWideRows;  // the same with AVX-512 (cpu::use_avx512), two panels per step
 constexpr int kCols = cpu::kPanelCols;     // output channels per panel (two AVX2 vectors, one AVX-512 vector)
@@ -36,31 +46,34 @@ constexpr int kCols = cpu::kPanelCols;     // output channels per panel (two AVX
 constexpr size_t kBlockedWeightBytes = size_t{1} << 20;
 constexpr int64_t kBlockFloats = int64_t{1} << 13;
 
-struct Problem {
-  int64_t n = 0, h = 0, w = 0, c = 0, m = 0, oh = 0, ow = 0, ph = 0, pw = 0;
-  int64_t tiles_h = 0, tiles_w = 0, tiles = 0;
-};
+// G for F(2x2, 3x3) (4 x 3) and F(4x4, 3x3) (6 x 3, interpolation points 0, 1, -1, 2, -2 and infinity).
+constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+constexpr double kG4[6][3] = {{0.25, 0, 0},
+                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                              {0, 0, 1}};
 
-// U[xi][m / 16][c][16] (U[xi] as C x M in panels of 16 columns) from channels_last weights w [M, 3, 3, C].
-std::vector<float> transform_weights(const float* w, int64_t m, int64_t c) {
-  std::vector<float> u(static_cast<size_t>(kPoints * c * m));
+// U[xi][m / 16][c][16] (U[xi] as C x M in panels of 16 columns; xi = i * alpha + j) = G g G^T from channels_last
+// weights w [M, 3, 3, C], in double and rounded once.
+std::vector<float> transform_weights(const float* w, int64_t m, int64_t c, int64_t tile) {
+  const int64_t alpha = tile + 2;
+  const double(*g_rows)[3] = tile == 2 ? kG2 : kG4;
+  std::vector<float> u(static_cast<size_t>(alpha * alpha * c * m));
   for (int64_t o = 0; o < m; ++o)
     for (int64_t ci = 0; ci < c; ++ci) {
-      float g[3][3], r[4][3];
+      double g[3][3], r[6][3];
       for (int ky = 0; ky < 3; ++ky)
         for (int kx = 0; kx < 3; ++kx) g[ky][kx] = w[((o * 3 + ky) * 3 + kx) * c + ci];
-      for (int j = 0; j < 3; ++j) {  // G g: rows g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2
-        r[0][j] = g[0][j];
-        r[1][j] = 0.5f * (g[0][j] + g[1][j] + g[2][j]);
-        r[2][j] = 0.5f * (g[0][j] - g[1][j] + g[2][j]);
-        r[3][j] = g[2][j];
-      }
-      for (int i = 0; i < 4; ++i) {  // (G g) G^T: the same on the columns
-        const float t[4] = {r[i][0], 0.5f * (r[i][0] + r[i][1] + r[i][2]), 0.5f * (r[i][0] - r[i][1] + r[i][2]),
-                            r[i][2]};
-        for (int j = 0; j < 4; ++j)  // panel-major: a panel's C rows of 16 floats lie one after another
-          u[static_cast<size_t>((((i * 4 + j) * (m / kCols) + o / kCols) * c + ci) * kCols + o % kCols)] = t[j];
-      }
+      for (int64_t i = 0; i < alpha; ++i)  // G g
+        for (int j = 0; j < 3; ++j) r[i][j] = g_rows[i][0] * g[0][j] + g_rows[i][1] * g[1][j] + g_rows[i][2] * g[2][j];
+      for (int64_t i = 0; i < alpha; ++i)
+        for (int64_t j = 0; j < alpha; ++j) {  // (G g) G^T; panel-major: a panel's C rows of 16 lie one after another
+          const double t = r[i][0] * g_rows[j][0] + r[i][1] * g_rows[j][1] + r[i][2] * g_rows[j][2];
+          u[static_cast<size_t>((((i * alpha + j) * (m / kCols) + o / kCols) * c + ci) * kCols + o % kCols)] =
+              static_cast<float>(t);
+        }
     }
   return u;
 }
@@ -187,7 +200,8 @@ __attribute__((target("avx2,fma"))) void output_tile(const Problem& p, const flo
 class WinogradConv final : public Kernel {
  public:
   // `weights`: the engine constant, transformed once here; null when the weights are a run-time input.
-  explicit WinogradConv(const Tensor* weights) : constant_(weights != nullptr) {
+  // `tile`: 2 for F(2x2, 3x3), 4 for F(4x4, 3x3).
+  WinogradConv(const Tensor* weights, int64_t tile) : constant_(weights != nullptr), tile_(tile) {
     if (weights) set_weights(*weights);
   }
 
@@ -201,7 +215,11 @@ class WinogradConv final : public Kernel {
     Problem p;
     p.n = x[0], p.h = x[1], p.w = x[2], p.c = x[3], p.m = wt.dims()[0];
     p.oh = win.output[0], p.ow = win.output[1], p.ph = win.pads_begin[0], p.pw = win.pads_begin[1];
-    p.tiles_h = (p.oh + 1) / 2, p.tiles_w = (p.ow + 1) / 2, p.tiles = p.n * p.tiles_h * p.tiles_w;
+    p.tile = tile_, p.points = (tile_ + 2) * (tile_ + 2);
+    p.tiles_h = (p.oh + p.tile - 1) / p.tile, p.tiles_w = (p.ow + p.tile - 1) / p.tile;
+    p.tiles = p.n * p.tiles_h * p.tiles_w;
+    const auto input = p.tile == 2 ? input_tile : input_tile_f4;
+    const auto output = p.tile == 2 ? output_tile : output_tile_f4;
     const float* xd = ctx.src[0].data<float>();
     const float* u = u_.data();
     const float* bias = ctx.src.size() > 2 && ctx.src[2].defined() ? ctx.src[2].data<float>() : nullptr;
@@ -212,48 +230,51 @@ class WinogradConv final : public Kernel {
     const int64_t panels = p.m / kCols, steps = wide ? (panels + 1) / 2 : panels;
     // Blocks of tiles, each transformed, multiplied and transformed back by one thread in its cache, where U is
     // small enough to be read again for every block; else every tile's V at once, each U[xi] panel read once.
-    if (kPoints * p.c * p.m * sizeof(float) <= kBlockedWeightBytes) {
-      const int64_t rows = std::max<int64_t>(strip, kBlockFloats / (p.c + p.m) / strip * strip);
-      const size_t v_bytes = sizeof(float) * kPoints * rows * p.c, m_bytes = sizeof(float) * kPoints * rows * p.m;
+    // (F(4x4)'s 36 points: blocks of fewer tiles, so that V and M take the bytes F(2x2)'s 16 do.)
+    if (p.points * p.c * p.m * sizeof(float) <= kBlockedWeightBytes) {
+      const int64_t block_floats = kBlockFloats * 16 / p.points;
+      const int64_t rows = std::max<int64_t>(strip, block_floats / (p.c + p.m) / strip * strip);
+      const size_t v_bytes = sizeof(float) * p.points * rows * p.c, m_bytes = sizeof(float) * p.points * rows * p.m;
       workspace_ = (v_bytes + m_bytes) * static_cast<size_t>(std::max(1, cpu_threads()));
       parallel_for((p.tiles + rows - 1) / rows, 1, [&](int64_t block) {
         auto* v = static_cast<float*>(onednn::scratch(v_bytes, 0));  // this thread's buffers
         auto* mo = static_cast<float*>(onednn::scratch(m_bytes, 1));
         const int64_t t0 = block * rows, count = std::min(rows, p.tiles - t0);
-        for (int64_t i = 0; i < count; ++i) input_tile(p, xd, v, rows, t0 + i, i);
-        for (int64_t xi = 0; count < rows && xi < kPoints; ++xi)  // the rows past the last tile multiply as zeros
+        for (int64_t i = 0; i < count; ++i) input(p, xd, v, rows, t0 + i, i);
+        for (int64_t xi = 0; count < rows && xi < p.points; ++xi)  // the rows past the last tile multiply as zeros
           std::memset(v + (xi * rows + count) * p.c, 0, sizeof(float) * (rows - count) * p.c);
-        for (int64_t xi = 0; xi < kPoints; ++xi)
+        for (int64_t xi = 0; xi < p.points; ++xi)
           for (int64_t step = 0; step < steps; ++step) multiply_step(wide, p.c, p.m, rows, v, u, mo, xi, step);
-        for (int64_t i = 0; i < count; ++i) output_tile(p, mo, rows, t0 + i, i, bias, residual, a.fused, y);
+        for (int64_t i = 0; i < count; ++i) output(p, mo, rows, t0 + i, i, bias, residual, a.fused, y);
       });
       return Status::ok();
     }
     const int64_t rows = (p.tiles + strip - 1) / strip * strip;
-    const size_t v_bytes = sizeof(float) * kPoints * rows * p.c, m_bytes = sizeof(float) * kPoints * rows * p.m;
+    const size_t v_bytes = sizeof(float) * p.points * rows * p.c, m_bytes = sizeof(float) * p.points * rows * p.m;
     workspace_ = v_bytes + m_bytes;
     auto* v = static_cast<float*>(onednn::scratch(v_bytes, 0));  // the calling thread's buffers, shared by its kernels
     auto* mo = static_cast<float*>(onednn::scratch(m_bytes, 1));
-    for (int64_t xi = 0; xi < kPoints; ++xi)  // the rows past the last tile multiply as zeros
+    for (int64_t xi = 0; xi < p.points; ++xi)  // the rows past the last tile multiply as zeros
       std::memset(v + (xi * rows + p.tiles) * p.c, 0, sizeof(float) * (rows - p.tiles) * p.c);
-    parallel_for(p.tiles, grain_for(kPoints * p.c * 4), [&](int64_t t) { input_tile(p, xd, v, rows, t, t); });
-    parallel_for(kPoints * steps, grain_for(rows * p.c * kCols * 2 * (panels / steps)),
+    parallel_for(p.tiles, grain_for(p.points * p.c * 4), [&](int64_t t) { input(p, xd, v, rows, t, t); });
+    parallel_for(p.points * steps, grain_for(rows * p.c * kCols * 2 * (panels / steps)),
                  [&](int64_t i) { multiply_step(wide, p.c, p.m, rows, v, u, mo, i / steps, i % steps); });
-    parallel_for(p.tiles, grain_for(kPoints * p.m * 4),
-                 [&](int64_t t) { output_tile(p, mo, rows, t, t, bias, residual, a.fused, y); });
+    parallel_for(p.tiles, grain_for(p.points * p.m * 4),
+                 [&](int64_t t) { output(p, mo, rows, t, t, bias, residual, a.fused, y); });
     return Status::ok();
   }
 
   std::string detail() const override {
-    return cpu::use_avx512() ? "Winograd F(2x2, 3x3), AVX-512 products" : "Winograd F(2x2, 3x3), AVX2";
+    return str_cat("Winograd F(", tile_, "x", tile_, ", 3x3), ", cpu::use_avx512() ? "AVX-512 products" : "AVX2");
   }
   size_t workspace_bytes() const override { return workspace_; }
 
  private:
-  void set_weights(const Tensor& w) { u_ = transform_weights(w.data<float>(), w.dims()[0], w.dims()[3]); }
+  void set_weights(const Tensor& w) { u_ = transform_weights(w.data<float>(), w.dims()[0], w.dims()[3], tile_); }
 
   bool constant_ = false;
-  std::vector<float> u_;  // [16][M / 16][C][16]
+  int64_t tile_ = 2;
+  std::vector<float> u_;  // [(tile + 2)^2][M / 16][C][16]
   size_t workspace_ = 0;
 };
 
@@ -273,16 +294,28 @@ Status winograd_supports(const OpCall& call) {
   return cpu::no_negative_pads(call);
 }
 
+// Tactics: "f2" (F(2x2, 3x3), the default: what engines made before "f4" ran) and "f4" (F(4x4, 3x3): 36
+// products per 16 outputs against 64, larger transforms; its U is 2.25 times the size).
+constexpr const char* kF2 = "f2";
+constexpr const char* kF4 = "f4";
+
+std::vector<std::string> winograd_tactics(const OpCall&) { return {kF2, kF4}; }
+
+Result<std::unique_ptr<Kernel>> create_winograd(const OpCall& call) {
+  if (!call.tactic.empty() && call.tactic != kF2 && call.tactic != kF4)
+    return invalid_argument("cpu.winograd_nhwc has no tactic '", call.tactic, "' (it has '", kF2, "' and '", kF4, "')");
+  const Tensor* w = call.constants.size() > 1 ? call.constants[1] : nullptr;
+  return std::unique_ptr<Kernel>(std::make_unique<WinogradConv>(w, call.tactic == kF4 ? 4 : 2));
+}
+
 KILN_REGISTER_KERNEL(KernelImpl{
     .name = "cpu.winograd_nhwc",
     .op = "Convolution",
     .backend = Backend::kCpu,
     .priority = 7,
     .supports = winograd_supports,
-    .create = [](const OpCall& call) -> Result<std::unique_ptr<Kernel>> {
-      const Tensor* w = call.constants.size() > 1 ? call.constants[1] : nullptr;
-      return std::unique_ptr<Kernel>(std::make_unique<WinogradConv>(w));
-    },
+    .create = create_winograd,
+    .tactics = winograd_tactics,
 });
 
 }  // namespace
