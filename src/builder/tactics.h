@@ -4,6 +4,7 @@
 // cache) and the fastest is kept.
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "builder/timing_cache.h"
@@ -29,6 +30,12 @@ struct TacticSearch {
   uint64_t workspace_limit = 0;
   /// Time a node's only candidate too (the builder compares layouts by the sum of the chosen kernels' times).
   bool time_sole_candidate = false;
+  /// Measure again, once, each candidate this build measured before (not one a loaded cache gave) and keep the
+  /// lower time: the builder's second look at both layouts, so that a burst of another process's work during one
+  /// measurement does not decide.
+  bool second_pass = false;
+  std::unordered_set<std::string> measured;    ///< timing keys this build measured
+  std::unordered_set<std::string> remeasured;  ///< of those, measured again in the second pass
   int timed = 0;                  ///< candidates measured so far (the cache counts what it gave: TimingCache::reads)
   double timing_ms = 0;           ///< time spent measuring
   std::shared_ptr<GpuTimer> gpu;  ///< made on the first CUDA candidate timed

@@ -2,15 +2,25 @@
 
 #include <cstdlib>
 
+#include "core/huge_pages.h"
+
 namespace kiln {
 namespace {
+
+constexpr size_t kHugeFrom = size_t{2} << 20;
 
 class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t bytes, size_t alignment, std::string_view) override {
     if (alignment < 64) alignment = 64;
+    // A large block (weights, activation arenas) starts on a 2 MB boundary and its whole 2 MB pages are huge pages
+    // (core/huge_pages.h); its size is not rounded up to them, so no memory is added.
+    const bool huge = bytes >= kHugeFrom;
+    if (huge && alignment < kHugePageBytes) alignment = kHugePageBytes;
     const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    return std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+    void* p = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+    if (p && huge) advise_huge_pages(p, bytes);
+    return p;
   }
   void deallocate(void* ptr, size_t) override { std::free(ptr); }
   Device device() const override { return Device::cpu(); }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/huge_pages.h"
 #include "kiln/strings.h"
 
 namespace kiln {
@@ -250,6 +251,7 @@ size_t constant_bytes_bound(const Graph& graph) {
 SerializedGraph serialize_graph_parts(const Graph& graph) {
   SerializedGraph out;
   out.weights.reserve(constant_bytes_bound(graph));  // one allocation: the weights are not copied while growing
+  advise_huge_pages(out.weights.data(), out.weights.capacity());
   out.description = graph_json(graph, out.weights, false).dump();
   return out;
 }
@@ -257,6 +259,7 @@ SerializedGraph serialize_graph_parts(const Graph& graph) {
 SerializedGraph serialize_graph_parts(std::unique_ptr<Graph> graph) {
   SerializedGraph out;
   out.weights.reserve(constant_bytes_bound(*graph));
+  advise_huge_pages(out.weights.data(), out.weights.capacity());
   out.description = graph_json(*graph, out.weights, true).dump();
   return out;
 }

@@ -2,6 +2,7 @@
 // (cuDNN's float16/bfloat16 tensor-core kernels want NHWC). An activation crosses to NHWC once (a transpose) and stays
 // there between such layers; constant weights are permuted at build time; each converted layer's NCHW output is kept
 // by a transpose back for readers that stay NCHW, and those nobody reads are removed at the end of the pass.
+#include <cstdint>
 #include <cstring>
 #include <unordered_map>
 
@@ -15,19 +16,41 @@
 namespace kiln {
 namespace {
 
+// dst[(b * s + i) * c + k] = src[(b * c + k) * s + i] for elements of type T (a plain copy loop: per-element memcpy
+// took 315 ms of ResNet-50's build).
+template <class T>
+void permute_elements(const void* src, void* dst, int64_t n, int64_t c, int64_t s) {
+  const T* from = static_cast<const T*>(src);
+  T* to = static_cast<T*>(dst);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t k = 0; k < c; ++k) {
+      const T* row = from + (b * c + k) * s;
+      T* col = to + b * s * c + k;
+      for (int64_t i = 0; i < s; ++i) col[i * c] = row[i];
+    }
+}
+
 // [N, C, H, W] -> [N, H, W, C] of a rank-4 constant (weights [M, C/G, kH, kW] -> [M, kH, kW, C/G] alike).
 Result<Tensor> permute_to_nhwc(const Tensor& t) {
   const Dims& d = t.dims();
   KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(t.dtype(), Dims{d[0], d[2], d[3], d[1]}));
-  const size_t e = dtype_size(t.dtype());
   const int64_t n = d[0], c = d[1], s = d[2] * d[3];
-  const auto* src = static_cast<const unsigned char*>(t.raw());
-  auto* dst = static_cast<unsigned char*>(out.raw());
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t k = 0; k < c; ++k)
-      for (int64_t i = 0; i < s; ++i)
-        std::memcpy(dst + static_cast<size_t>((b * s + i) * c + k) * e,
-                    src + static_cast<size_t>((b * c + k) * s + i) * e, e);
+  switch (dtype_size(t.dtype())) {
+    case 1: permute_elements<uint8_t>(t.raw(), out.raw(), n, c, s); break;
+    case 2: permute_elements<uint16_t>(t.raw(), out.raw(), n, c, s); break;
+    case 4: permute_elements<uint32_t>(t.raw(), out.raw(), n, c, s); break;
+    case 8: permute_elements<uint64_t>(t.raw(), out.raw(), n, c, s); break;
+    default: {
+      const size_t e = dtype_size(t.dtype());
+      const auto* src = static_cast<const unsigned char*>(t.raw());
+      auto* dst = static_cast<unsigned char*>(out.raw());
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t k = 0; k < c; ++k)
+          for (int64_t i = 0; i < s; ++i)
+            std::memcpy(dst + static_cast<size_t>((b * s + i) * c + k) * e,
+                        src + static_cast<size_t>((b * c + k) * s + i) * e, e);
+    }
+  }
   return out;
 }
 

@@ -93,6 +93,50 @@ TEST(Tactics, CpuCandidatesAreTimedInTurns) {
   EXPECT_EQ(race_runs.substr(0, 12), "abcabcabcabc") << race_runs;  // warm-ups, then three rounds
 }
 
+TEST(Tactics, TheSecondPassMeasuresWhatThisBuildMeasuredAgainAndKeepsTheLowerTime) {
+  // The builder's second look at the layouts: a time this build measured (here made to look disturbed, 1000 ms) is
+  // measured once more and the lower kept, in the cache too; a time a loaded cache gave is not measured again, and
+  // nothing is measured a third time.
+  ASSERT_TRUE(kRaceSpyRegistered);
+  ActivationAttrs relu;
+  const TensorDesc x{DataType::kFloat32, kRaceDims, true};
+  const OpCall call{OpRegistry::global().find("Activation"), &relu, {x}, {x}};
+  const KernelImpl* spy = nullptr;
+  for (const KernelImpl* impl : KernelRegistry::global().find("Activation", Backend::kCpu))
+    if (impl->name == "cpu.test_race_spy") spy = impl;
+  ASSERT_NE(spy, nullptr);
+  TimingCache cache(timing_device(Backend::kCpu));
+  TacticSearch search;
+  search.level = 1;
+  search.cache = &cache;
+  search.device = cache.device();
+  std::vector<std::string> log;
+  ASSERT_TRUE(choose_kernel(call, search, log).is_ok());
+  const int first = search.timed;
+  ASSERT_GE(first, 3);
+  const std::string key_a = timing_key(call, *spy, "a", search.device);
+  const std::string key_b = timing_key(call, *spy, "b", search.device);
+  cache.put(key_a, 1000);        // a measurement a burst of load fell on
+  search.measured.erase(key_b);  // as if a loaded cache had given b's time
+  cache.put(key_b, 2000);
+  search.second_pass = true;
+  race_runs.clear();
+  log.clear();
+  auto again = choose_kernel(call, search, log);
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(search.timed, first);  // no new candidates, only second measurements
+  EXPECT_LT(*cache.find(key_a), 1000);
+  EXPECT_EQ(*cache.find(key_b), 2000);
+  EXPECT_NE(race_runs.find('a'), std::string::npos) << race_runs;
+  EXPECT_EQ(race_runs.find('b'), std::string::npos) << race_runs;
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("cpu.test_race_spy[a]") != std::string::npos && l.find("the lower of 1000 and") != std::string::npos;
+  })) << log.front();
+  race_runs.clear();
+  ASSERT_TRUE(choose_kernel(call, search, log).is_ok());
+  EXPECT_EQ(race_runs, "");  // each measured again once only
+}
+
 TEST(TimingCache, SavedTimesAreReadBack) {
   const std::string path = temp_path("kiln_cache_roundtrip.json");
   TimingCache cache("cpu test");

@@ -71,6 +71,24 @@ TEST(TrackingAllocator, CountsAndLogs) {
   EXPECT_LT(events[2].bytes, 0);
 }
 
+TEST(CpuAllocator, LargeBlocksStartOnAHugePageAndHoldTheirBytes) {
+  // Blocks of 2 MB and more start on a 2 MB boundary (their whole 2 MB pages may be huge pages); smaller ones keep
+  // the 64-byte alignment; every byte is usable.
+  Allocator& a = cpu_allocator();
+  for (const size_t bytes : {size_t{3} << 20, (size_t{2} << 20) + 7, size_t{1000}}) {
+    auto* p = static_cast<unsigned char*>(a.allocate(bytes, 64, "test"));
+    ASSERT_NE(p, nullptr);
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    EXPECT_EQ(at % 64, 0u);
+    if (bytes >= (size_t{2} << 20)) EXPECT_EQ(at % (size_t{2} << 20), 0u) << bytes;
+    for (size_t i = 0; i < bytes; i += 4096) p[i] = static_cast<unsigned char>(i);
+    p[bytes - 1] = 1;
+    EXPECT_EQ(p[0], 0);
+    EXPECT_EQ(p[bytes - 1], 1);
+    a.deallocate(p, bytes);
+  }
+}
+
 TEST(Status, NodeContextInMessage) {
   Status s = invalid_argument("kernel must be 2-D").with_node({3, "conv1", "Convolution"});
   EXPECT_EQ(s.to_string(), "node 3 'conv1' (Convolution): kernel must be 2-D");
