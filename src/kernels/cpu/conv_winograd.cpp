@@ -83,14 +83,8 @@ std::vector<float> transform_weights(const float* w, int64_t m, int64_t c, int64
 // 2 tx - pw), zero outside x.
 __attribute__((target("avx2,fma"))) void input_tile(const Problem& p, const float* x, float* v, int64_t rows, int64_t t,
                                                     int64_t row) {
-  const int64_t b = t / (p.tiles_h * p.tiles_w), rest = t % (p.tiles_h * p.tiles_w);
-  const int64_t iy0 = 2 * (rest / p.tiles_w) - p.ph, ix0 = 2 * (rest % p.tiles_w) - p.pw;
   const float* at[4][4];
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) {
-      const int64_t iy = iy0 + i, ix = ix0 + j;
-      at[i][j] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? x + ((b * p.h + iy) * p.w + ix) * p.c : nullptr;
-    }
+  cpu::winograd::tile_inputs<4>(p, x, t, at);
   const int64_t plane = rows * p.c;
   for (int64_t ci = 0; ci < p.c; ci += 8) {
     __m256 d[4][4], r[4][4];
@@ -166,11 +160,9 @@ void multiply_step(bool wide, int64_t c, int64_t m, int64_t rows, const float* v
 __attribute__((target("avx2,fma"))) void output_tile(const Problem& p, const float* mo, int64_t rows, int64_t t,
                                                      int64_t row, const float* bias, const float* residual,
                                                      const FusedActivation& fused, float* y) {
-  const int64_t b = t / (p.tiles_h * p.tiles_w), rest = t % (p.tiles_h * p.tiles_w);
-  const int64_t oy0 = 2 * (rest / p.tiles_w), ox0 = 2 * (rest % p.tiles_w);
+  const cpu::winograd::TileAt tile = cpu::winograd::tile_at(p, t);
   const int64_t plane = rows * p.m;
-  const bool clip = fused.on && fused.kind == ActivationKind::kClip, relu = fused.on && !clip;
-  const __m256 lo = _mm256_set1_ps(clip ? fused.alpha : 0.f), hi = _mm256_set1_ps(fused.beta);
+  const cpu::winograd::OutputEpilogue e = cpu::winograd::output_epilogue(residual, fused, y);
   for (int64_t o = 0; o < p.m; o += 8) {
     const float* in = mo + row * p.m + o;
     __m256 s[2][4];
@@ -185,14 +177,9 @@ __attribute__((target("avx2,fma"))) void output_tile(const Problem& p, const flo
       const __m256 out[2] = {_mm256_add_ps(_mm256_add_ps(s[i][0], s[i][1]), s[i][2]),
                              _mm256_sub_ps(_mm256_sub_ps(s[i][1], s[i][2]), s[i][3])};
       for (int j = 0; j < 2; ++j) {
-        const int64_t oy = oy0 + i, ox = ox0 + j;
-        if (oy >= p.oh || ox >= p.ow) continue;
-        const int64_t at = ((b * p.oh + oy) * p.ow + ox) * p.m + o;
-        __m256 val = _mm256_add_ps(out[j], bv);
-        if (residual) val = _mm256_add_ps(val, _mm256_loadu_ps(residual + at));
-        if (relu) val = _mm256_max_ps(val, lo);
-        if (clip) val = _mm256_min_ps(_mm256_max_ps(val, lo), hi);
-        _mm256_storeu_ps(y + at, val);
+        const int64_t oy = tile.y0 + i, ox = tile.x0 + j;
+        if (oy < p.oh && ox < p.ow)
+          cpu::winograd::store_output(e, out[j], bv, ((tile.b * p.oh + oy) * p.ow + ox) * p.m + o);
       }
     }
   }

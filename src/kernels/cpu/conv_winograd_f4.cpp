@@ -35,14 +35,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline void at6(const __m256 
 
 __attribute__((target("avx2,fma"))) void input_tile_f4(const Problem& p, const float* x, float* v, int64_t rows,
                                                        int64_t t, int64_t row) {
-  const int64_t b = t / (p.tiles_h * p.tiles_w), rest = t % (p.tiles_h * p.tiles_w);
-  const int64_t iy0 = 4 * (rest / p.tiles_w) - p.ph, ix0 = 4 * (rest % p.tiles_w) - p.pw;
   const float* at[6][6];
-  for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 6; ++j) {
-      const int64_t iy = iy0 + i, ix = ix0 + j;
-      at[i][j] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? x + ((b * p.h + iy) * p.w + ix) * p.c : nullptr;
-    }
+  tile_inputs<6>(p, x, t, at);
   const int64_t plane = rows * p.c;
   float* out = v + row * p.c;
   for (int64_t ci = 0; ci < p.c; ci += 8) {
@@ -64,11 +58,9 @@ __attribute__((target("avx2,fma"))) void input_tile_f4(const Problem& p, const f
 __attribute__((target("avx2,fma"))) void output_tile_f4(const Problem& p, const float* mo, int64_t rows, int64_t t,
                                                         int64_t row, const float* bias, const float* residual,
                                                         const FusedActivation& fused, float* y) {
-  const int64_t b = t / (p.tiles_h * p.tiles_w), rest = t % (p.tiles_h * p.tiles_w);
-  const int64_t oy0 = 4 * (rest / p.tiles_w), ox0 = 4 * (rest % p.tiles_w);
+  const TileAt tile = tile_at(p, t);
   const int64_t plane = rows * p.m;
-  const bool clip = fused.on && fused.kind == ActivationKind::kClip, relu = fused.on && !clip;
-  const __m256 lo = _mm256_set1_ps(clip ? fused.alpha : 0.f), hi = _mm256_set1_ps(fused.beta);
+  const OutputEpilogue e = output_epilogue(residual, fused, y);
   for (int64_t o = 0; o < p.m; o += 8) {
     const float* in = mo + row * p.m + o;
     __m256 s[4][6];  // A^T M, by columns
@@ -80,20 +72,12 @@ __attribute__((target("avx2,fma"))) void output_tile_f4(const Problem& p, const 
     }
     const __m256 bv = bias ? _mm256_loadu_ps(bias + o) : _mm256_setzero_ps();
     for (int i = 0; i < 4; ++i) {
-      const int64_t oy = oy0 + i;
+      const int64_t oy = tile.y0 + i;
       if (oy >= p.oh) break;
       __m256 out[4];
       at6(s[i], out);
-      for (int j = 0; j < 4; ++j) {
-        const int64_t ox = ox0 + j;
-        if (ox >= p.ow) break;
-        const int64_t at = ((b * p.oh + oy) * p.ow + ox) * p.m + o;
-        __m256 val = _mm256_add_ps(out[j], bv);
-        if (residual) val = _mm256_add_ps(val, _mm256_loadu_ps(residual + at));
-        if (relu) val = _mm256_max_ps(val, lo);
-        if (clip) val = _mm256_min_ps(_mm256_max_ps(val, lo), hi);
-        _mm256_storeu_ps(y + at, val);
-      }
+      for (int j = 0; j < 4 && tile.x0 + j < p.ow; ++j)
+        store_output(e, out[j], bv, ((tile.b * p.oh + oy) * p.ow + tile.x0 + j) * p.m + o);
     }
   }
 }
