@@ -61,15 +61,15 @@ __attribute__((target("avx512f"), always_inline)) inline void few_tile(const Dir
     }
 }
 
-// Channels [ch, ch + 16 V) of the whole row: border pixels one at a time, the interior PX at a time (PX so that
-// the PX x V sums, V weight vectors and the broadcast fit the 32 registers).
+// Channels [ch, ch + 16 V) of the whole row: border pixels one at a time, the interior kPixels at a time (so that
+// the kPixels x V sums, V weight vectors and the broadcast fit the 32 registers).
 template <int V>
 __attribute__((target("avx512f"))) void few_tiles_chunk(const DirectConv& p, const TileRow& r, int64_t ch,
                                                         __mmask16 last) {
-  constexpr int PX = V >= 4 ? 6 : V == 3 ? 8 : 12;
+  constexpr int kPixels = V >= 4 ? 6 : V == 3 ? 8 : 12;
   int64_t ox = 0;
   for (; ox < r.lo; ++ox) few_tile<1, V, true>(p, r, ox, ch, last);
-  for (; ox + PX <= r.hi; ox += PX) few_tile<PX, V, false>(p, r, ox, ch, last);
+  for (; ox + kPixels <= r.hi; ox += kPixels) few_tile<kPixels, V, false>(p, r, ox, ch, last);
   for (; ox < r.hi; ++ox) few_tile<1, V, false>(p, r, ox, ch, last);
   for (; ox < p.ow; ++ox) few_tile<1, V, true>(p, r, ox, ch, last);
 }
