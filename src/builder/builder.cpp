@@ -40,38 +40,17 @@ bool runs_on_host(const Node& n) {
 
 // What the chosen kernels prepare from their constants (weights in the library's layout), 64-byte aligned: the
 // engine's prepared section, joined once at the end (no copies while it grows).
-struct PreparedSection {
-  std::vector<std::pair<uint64_t, Tensor>> blobs;  // offset (increasing), data
-  uint64_t bytes = 0;
-
-  // The section's pages are touched as the blobs are appended, and each blob is freed once appended, so the blobs
-  // and the section are never both held whole (BERT-base: 324 MiB of packed weights).
-  std::string join() {
-    std::string out;
-    out.reserve(bytes);
-    for (auto& [offset, blob] : blobs) {
-      out.append(offset - out.size(), '\0');
-      out.append(static_cast<const char*>(blob.raw()), blob.nbytes());
-      blob = Tensor();
-    }
-    blobs.clear();
-    return out;
-  }
-};
-
 // Adds what the chosen kernel prepares to the prepared section; the step names where it is. Returns whether
 // there was something to prepare.
 Result<bool> add_prepared(const OpCall& call, const TacticChoice& choice, nlohmann::json& step,
-                          PreparedSection& prepared) {
+                          SectionPieces& prepared) {
   if (!choice.impl->prepare) return false;
   OpCall with_tactic = call;
   with_tactic.tactic = choice.tactic;
   KILN_ASSIGN_OR_RETURN(Tensor blob, choice.impl->prepare(with_tactic));
   if (!blob.defined()) return false;
-  const uint64_t offset = (prepared.bytes + 63) / 64 * 64;
-  step["prepared"] = {offset, blob.nbytes()};
-  prepared.bytes = offset + blob.nbytes();
-  prepared.blobs.emplace_back(offset, std::move(blob));
+  const uint64_t bytes = blob.nbytes();
+  step["prepared"] = {prepared.add(std::move(blob), 64), bytes};
   return true;
 }
 
@@ -146,8 +125,8 @@ struct PlanLogs {
 // The plan of one graph: a kernel (and tactic) per node, a sub-plan per subgraph; failures name the subgraph path.
 // Weights are prepared into `prepared` (none: not prepared).
 Result<nlohmann::json> plan_graph(Graph& graph, const BuildOptions& options, TacticSearch& search, BuildReport& rep,
-                                  std::vector<std::string>& failures, const std::string& path,
-                                  PreparedSection* prepared, PlanLogs logs) {
+                                  std::vector<std::string>& failures, const std::string& path, SectionPieces* prepared,
+                                  PlanLogs logs) {
   KILN_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
   // Only CPU engines: a GPU engine's host steps would need the weights uploaded or fetched.
   PreparedOnly prepared_only(graph, prepared && options.backend == Backend::kCpu);
@@ -253,14 +232,14 @@ namespace {
 // The engine's header and sections, before they are written into one container.
 struct BuiltSections {
   EngineHeader header;
-  std::map<std::string, std::string> sections;
+  std::map<std::string, SectionPieces> sections;
 };
 
 // One way of laying out the graph: the optimized graph, its plan and prepared weights, and what happened.
 struct Variant {
   std::unique_ptr<Graph> graph;
   nlohmann::json plan = nlohmann::json::array();
-  PreparedSection prepared;
+  SectionPieces prepared;
   BuildReport report;
   std::vector<std::string> failures;
 };
@@ -399,7 +378,7 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
       return invalid_argument(
           "kernel pinned for node '", name, "' (", pin.impl, "), but the graph has no such node",
           options.passes.enabled ? " after the optimizer (it may have fused or renamed it; disable the passes)" : "");
-  PreparedSection& prepared = chosen.prepared;
+  SectionPieces& prepared = chosen.prepared;
   nlohmann::json& plan = chosen.plan;
   rep.timed = search.timed;
   rep.cached = cache.reads();
@@ -426,19 +405,24 @@ Result<BuiltSections> build_sections(std::unique_ptr<Graph> optimized, const Bui
   for (auto& f : build_flags()) header.build_flags += (header.build_flags.empty() ? "" : " ") + f;
   header.extra = options.header_extra;
   header.extra["backend"] = std::string(backend_name(options.backend));
-  std::map<std::string, std::string> sections;
+  std::map<std::string, SectionPieces> sections;
   SerializedGraph parts = serialize_graph_parts(std::move(optimized));  // each constant freed once copied
-  sections["graph"] = std::move(parts.description);
+  sections["graph"] = SectionPieces(std::move(parts.description));
   sections["weights"] = std::move(parts.weights);
-  sections["plan"] = plan.dump();
-  if (prepared.bytes > 0) sections["prepared"] = prepared.join();
-  sections["optimizer"] = optimizer_json(rep.optimizer).dump();
+  sections["plan"] = SectionPieces(plan.dump());
+  if (prepared.bytes() > 0) sections["prepared"] = std::move(prepared);
+  sections["optimizer"] = SectionPieces(optimizer_json(rep.optimizer).dump());
   return BuiltSections{std::move(header), std::move(sections)};
 }
 
 Result<std::string> build_owned(std::unique_ptr<Graph> optimized, const BuildOptions& options, BuildReport* report) {
   KILN_ASSIGN_OR_RETURN(BuiltSections built, build_sections(std::move(optimized), options, report));
-  return write_engine_container(built.header, std::move(built.sections));
+  std::string out;
+  KILN_RETURN_IF_ERROR(write_engine_container_to(built.header, std::move(built.sections), [&](uint64_t bytes) {
+    out.resize(bytes);
+    return out.data();
+  }));
+  return out;
 }
 
 }  // namespace

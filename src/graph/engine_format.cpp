@@ -1,7 +1,5 @@
 #include "graph/engine_format.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -34,28 +32,6 @@ uint64_t get_le(std::string_view s, size_t at, int bytes) {
 }
 uint64_t align_up(uint64_t n) { return (n + kEngineAlignment - 1) / kEngineAlignment * kEngineAlignment; }
 
-// Moves a section's bytes into the engine: copied in slices, and the source's pages handed back to the system behind
-// each slice (the source is discarded afterwards), so a large weights section is never held twice whole.
-void move_section(std::string& src, char* dst) {
-  constexpr int64_t kSlice = int64_t{16} << 20;
-  const auto page = static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-  char* const base = src.data();
-  const auto size = static_cast<int64_t>(src.size());
-  // Offsets in `src` where its pages start: k * page - misalign. Only whole pages of the source are handed back.
-  const auto misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(base) % static_cast<uintptr_t>(page));
-  int64_t released = misalign > 0 ? page - misalign : 0;
-  for (int64_t at = 0; at < size; at += kSlice) {
-    const int64_t n = std::min(kSlice, size - at);
-    std::copy_n(base + at, n, dst + at);
-    const int64_t end = (misalign + at + n) / page * page - misalign;  // the last page start within the copied part
-    if (end > released) {
-      madvise(base + released, static_cast<size_t>(end - released), MADV_DONTNEED);  // advice: a failure costs memory
-      released = end;
-    }
-  }
-  std::string().swap(src);
-}
-
 Status corrupt(std::string_view what) { return invalid_argument("the engine file is corrupt (", what, ")", kRebuild); }
 Status truncated(uint64_t have, uint64_t need) {
   return invalid_argument("the engine file is truncated (", have, " bytes where its header promises at least ", need,
@@ -63,16 +39,16 @@ Status truncated(uint64_t have, uint64_t need) {
 }
 }  // namespace
 
-Status write_engine_container_to(const EngineHeader& header, std::map<std::string, std::string> sections,
+Status write_engine_container_to(const EngineHeader& header, std::map<std::string, SectionPieces> sections,
                                  const std::function<char*(uint64_t bytes)>& allocate) {
-  // Written in one buffer sized up front: weights are copied once, not once per step, and each section is
-  // released as soon as it is in the buffer.
+  // Written in one buffer sized up front: weights are copied once, from the graph's tensors to their place, and
+  // each piece is released as soon as it is in the buffer.
   uint64_t body_bytes = 0;
   nlohmann::json index = nlohmann::json::object();
-  for (const auto& [name, bytes] : sections) {
+  for (const auto& [name, pieces] : sections) {
     body_bytes = align_up(body_bytes);
-    index[name] = {{"offset", body_bytes}, {"bytes", bytes.size()}};
-    body_bytes += bytes.size();
+    index[name] = {{"offset", body_bytes}, {"bytes", pieces.bytes()}};
+    body_bytes += pieces.bytes();
   }
   const nlohmann::json h = {{"kiln_version", header.kiln_version},
                             {"device", header.device},
@@ -89,12 +65,11 @@ Status write_engine_container_to(const EngineHeader& header, std::map<std::strin
   // The gaps (prelude, padding) are zeros: the same model gives the same bytes.
   std::memset(out, 0, body_offset);
   uint64_t written = 0;  // body bytes placed so far, padding included
-  for (auto& section : sections) {
-    std::string& bytes = section.second;
-    const uint64_t at = index[section.first]["offset"].get<uint64_t>();
+  for (auto& [name, pieces] : sections) {
+    const uint64_t at = index[name]["offset"].get<uint64_t>();
     std::memset(out + body_offset + written, 0, at - written);
-    written = at + bytes.size();
-    move_section(bytes, out + body_offset + at);
+    written = at + pieces.bytes();
+    pieces.write_to(out + body_offset + at);
   }
   std::copy_n(kMagic, 8, out);
   std::copy_n(htext.data(), htext.size(), out + kEnginePreludeBytes);
@@ -110,8 +85,10 @@ Status write_engine_container_to(const EngineHeader& header, std::map<std::strin
 }
 
 std::string write_engine_container(const EngineHeader& header, std::map<std::string, std::string> sections) {
+  std::map<std::string, SectionPieces> pieces;
+  for (auto& [name, bytes] : sections) pieces.emplace(name, SectionPieces(std::move(bytes)));
   std::string out;
-  const Status st = write_engine_container_to(header, std::move(sections), [&](uint64_t bytes) {
+  const Status st = write_engine_container_to(header, std::move(pieces), [&](uint64_t bytes) {
     out.resize(bytes);
     return out.data();
   });

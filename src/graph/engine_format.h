@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "graph/section_pieces.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -44,9 +45,9 @@ struct EngineHeader {
 /// Sections (named byte strings) in a container with a header and checksums.
 std::string write_engine_container(const EngineHeader& header, std::map<std::string, std::string> sections);
 /// The same container written into memory `allocate(bytes)` gives (not necessarily zeroed; nullptr: out of memory,
-/// an error): each section is released as soon as it is copied, so the sections and the container are never all in
-/// memory at once.
-Status write_engine_container_to(const EngineHeader& header, std::map<std::string, std::string> sections,
+/// an error): each section's pieces are copied straight to their place and released there, so the sections and the
+/// container are never all in memory at once.
+Status write_engine_container_to(const EngineHeader& header, std::map<std::string, SectionPieces> sections,
                                  const std::function<char*(uint64_t bytes)>& allocate);
 
 /// True when `first_bytes` start like a kiln engine file of any format version.

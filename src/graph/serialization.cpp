@@ -5,7 +5,6 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "core/huge_pages.h"
 #include "kiln/strings.h"
 
 namespace kiln {
@@ -39,9 +38,9 @@ Status read_strings(std::string_view data, Tensor& t, const std::string& name) {
   return Status::ok();
 }
 
-// The description of one graph; constants' bytes go to `blob`. Subgraphs nest under their node. With `release`,
-// each constant's tensor is dropped once its bytes are in `blob` (the graph is thrown away afterwards).
-json graph_json(const Graph& graph, std::string& blob, bool release) {
+// The description of one graph; constants' bytes are pieces of `weights`. Subgraphs nest under their node. With
+// `release`, the graph lets go of each constant (`weights` then holds the last handle, released once copied).
+json graph_json(const Graph& graph, SectionPieces& weights, bool release) {
   json j;
   j["inputs"] = json::array();
   for (Value* v : graph.inputs()) j["inputs"].push_back(value_json(v));
@@ -55,24 +54,26 @@ json graph_json(const Graph& graph, std::string& blob, bool release) {
       continue;
     }
     if (!v->is_constant()) continue;
-    size_t offset = blob.size();
+    uint64_t offset = 0, bytes = 0;
     if (v->dtype == DataType::kString) {  // the texts, each as a 4-byte little-endian length and its bytes
+      std::string texts;
       for (int64_t i = 0; i < v->constant.numel(); ++i) {
         const std::string_view text = string_at(v->constant, i);
         const auto n = static_cast<uint32_t>(text.size());
-        for (int k = 0; k < 4; ++k) blob.push_back(static_cast<char>((n >> (8 * k)) & 0xff));
-        blob.append(text);
+        for (int k = 0; k < 4; ++k) texts.push_back(static_cast<char>((n >> (8 * k)) & 0xff));
+        texts.append(text);
       }
+      bytes = texts.size();
+      offset = weights.add(std::move(texts));
     } else {
-      blob.resize((blob.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment, '\0');
-      offset = blob.size();
-      blob.append(static_cast<const char*>(v->constant.raw()), v->constant.nbytes());
+      bytes = v->constant.nbytes();
+      offset = weights.add(v->constant, kWeightAlignment);  // a handle: the data is copied where the section goes
     }
     j["constants"].push_back({{"name", v->name},
                               {"dtype", dtype_name(v->dtype)},
                               {"dims", dims_json(v->dims)},
                               {"offset", offset},
-                              {"bytes", blob.size() - offset}});
+                              {"bytes", bytes}});
     if (release) v->constant = Tensor();
   }
   j["nodes"] = json::array();
@@ -82,7 +83,7 @@ json graph_json(const Graph& graph, std::string& blob, bool release) {
     for (Value* in : n->inputs) inputs.push_back(in ? in->name : "");
     for (Value* out : n->outputs) outputs.push_back(out->name);
     for (const Subgraph& sub : n->subgraphs)
-      subgraphs.push_back({{"name", sub.name}, {"graph", graph_json(*sub.graph, blob, release)}});
+      subgraphs.push_back({{"name", sub.name}, {"graph", graph_json(*sub.graph, weights, release)}});
     json node = {{"name", n->name},
                  {"op", n->op()},
                  {"attrs", json::parse(n->attrs->to_json())},
@@ -230,36 +231,16 @@ Status read_graph(const json& j, const Weights& weights, Graph& graph, int depth
   return Status::ok();
 }
 
-// An upper bound of the bytes graph_json writes for the constants of `graph` and its subgraphs.
-size_t constant_bytes_bound(const Graph& graph) {
-  size_t total = 0;
-  for (Value* v : graph.values()) {
-    if (!v->is_constant()) continue;
-    if (v->dtype == DataType::kString) {
-      for (int64_t i = 0; i < v->constant.numel(); ++i) total += 4 + string_at(v->constant, i).size();
-    } else {
-      total += kWeightAlignment - 1 + v->constant.nbytes();
-    }
-  }
-  for (Node* n : graph.nodes())
-    for (const Subgraph& sub : n->subgraphs) total += constant_bytes_bound(*sub.graph);
-  return total;
-}
-
 }  // namespace
 
 SerializedGraph serialize_graph_parts(const Graph& graph) {
   SerializedGraph out;
-  out.weights.reserve(constant_bytes_bound(graph));  // one allocation: the weights are not copied while growing
-  advise_huge_pages(out.weights.data(), out.weights.capacity());
   out.description = graph_json(graph, out.weights, false).dump();
   return out;
 }
 
 SerializedGraph serialize_graph_parts(std::unique_ptr<Graph> graph) {
   SerializedGraph out;
-  out.weights.reserve(constant_bytes_bound(*graph));
-  advise_huge_pages(out.weights.data(), out.weights.capacity());
   out.description = graph_json(*graph, out.weights, true).dump();
   return out;
 }
@@ -286,12 +267,12 @@ Result<std::unique_ptr<Graph>> deserialize_graph(std::string_view description, s
 }
 
 std::string serialize_graph(const Graph& graph) {
-  const SerializedGraph parts = serialize_graph_parts(graph);
+  SerializedGraph parts = serialize_graph_parts(graph);
   std::string out;
   const uint64_t len = parts.description.size();
   out.append(reinterpret_cast<const char*>(&len), 8);
   out += parts.description;
-  out += parts.weights;
+  out += parts.weights.join();
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "graph/graph.h"
+#include "graph/section_pieces.h"
 
 namespace kiln {
 
@@ -14,11 +15,11 @@ inline constexpr uint64_t kWeightAlignment = 64;
 
 struct SerializedGraph {
   std::string description;  ///< JSON; constants name their offset and size in `weights`
-  std::string weights;
+  SectionPieces weights;    ///< handles to the constants' data, copied where the section is placed
 };
 SerializedGraph serialize_graph_parts(const Graph& graph);
-/// The same from a graph thrown away as it is written: each constant is freed once it is copied, so a model's
-/// weights are never held twice.
+/// The same from a graph thrown away as it is written: `weights` then holds the constants' last handles, so each is
+/// freed once it is copied and a model's weights are never held twice.
 SerializedGraph serialize_graph_parts(std::unique_ptr<Graph> graph);
 /// Rebuilds a graph; errors say what is malformed (an unknown op, bad attributes, a constant past the data).
 /// When `weights_owner` keeps `weights` alive, constants are tensors over it in place (string constants and
