@@ -278,6 +278,8 @@ int run_exec(const ExecOptions& opt) {
     std::printf("[I] Activation memory: %.2f MiB planned for %d intermediates (%.2f MiB if each had its own)",
                 static_cast<double>(memory->planned_bytes) / (1 << 20), memory->planned_values,
                 static_cast<double>(memory->unplanned_bytes) / (1 << 20));
+    if (memory->in_place_values > 0)
+      std::printf("; %d of them in place over the input they replace", memory->in_place_values);
     if (memory->dynamic_values > 0)
       std::printf("; %d more allocated while running (shapes known only then)", memory->dynamic_values);
     std::printf("\n");

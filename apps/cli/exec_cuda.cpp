@@ -190,6 +190,8 @@ int run_exec_cuda(const ExecOptions& opt, const std::shared_ptr<const EngineImpl
         "[I] Activation memory: %.2f MiB planned on the GPU for %d intermediates (%.2f MiB if each had its own)",
         static_cast<double>(memory->planned_bytes) / (1 << 20), memory->planned_values,
         static_cast<double>(memory->unplanned_bytes) / (1 << 20));
+    if (memory->in_place_values > 0)
+      std::printf("; %d of them in place over the input they replace", memory->in_place_values);
     if (memory->dynamic_values > 0)
       std::printf("; %d more allocated while running (shapes known only then)", memory->dynamic_values);
     std::printf("\n");

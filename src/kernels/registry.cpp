@@ -112,6 +112,10 @@ CreateFn stateless(RunFn run) {
   };
 }
 
+InPlaceFn in_place(int input) {
+  return [input](std::string_view) { return input; };
+}
+
 Status require_float_dtypes(const OpCall& call, std::initializer_list<DataType> dtypes) {
   auto check = [&](const TensorDesc& t, std::string_view what, size_t i) -> Status {
     if (!t.present || !is_floating(t.dtype)) return Status::ok();

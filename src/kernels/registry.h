@@ -79,6 +79,10 @@ using TacticsFn = std::function<std::vector<std::string>(const OpCall&)>;
 /// Build-time preparation of constant inputs (e.g. weights in the library's layout), stored in the engine:
 /// bytes, or an undefined tensor when there is nothing to prepare.
 using PrepareFn = std::function<Result<Tensor>(const OpCall&)>;
+/// The input output 0 may share memory with, for a tactic (KernelImpl::in_place_input); -1: none.
+using InPlaceFn = std::function<int(std::string_view tactic)>;
+/// An InPlaceFn giving `input` for every tactic.
+InPlaceFn in_place(int input);
 
 struct KernelImpl {
   std::string name;  ///< "cpu.onednn.convolution", "ref.convolution"
@@ -95,6 +99,11 @@ struct KernelImpl {
   /// never reads that input's data, at creation or run time (its KernelContext::src entry may be undefined; its
   /// dims are in OpCall::inputs). The builder then leaves a constant only such steps read out of the engine.
   int prepared_replaces_input = -1;
+  /// For a tactic, the input whose memory output 0 may take (-1, or no function: none): the kernel reads each element
+  /// of that input only just before it writes the same element of output 0, and reads no other input from that
+  /// memory. The runtime then places output 0 over that input where it is an intermediate of the same size read last
+  /// by this step (a residual: ResNet-50 b8's activations 55 -> 49 MiB).
+  InPlaceFn in_place_input;
 };
 
 /// The suffix of tactics that round float32 inputs to TF32 ("implicit_gemm+tf32", "a21-t...+tf32").

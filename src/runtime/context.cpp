@@ -227,6 +227,26 @@ void ContextImpl::set_activation_memory(void* data, size_t bytes) {
   user_block_bytes_ = data ? bytes : 0;
 }
 
+namespace {
+
+// The block output 0 of step `s` may share (KernelImpl::in_place_input), or -1: the input's own block, when that input
+// is a planned intermediate of the output's size, this step is its last reader, and it is no other input of the step.
+int in_place_block(const GraphPlan& plan, int s, size_t bytes, const std::vector<MemoryBlock>& blocks,
+                   const std::vector<int>& block_of) {
+  const PlanStep& st = plan.steps[static_cast<size_t>(s)];
+  const int k = st.impl->in_place_input ? st.impl->in_place_input(st.tactic) : -1;
+  if (k < 0 || k >= static_cast<int>(st.in.size()) || st.in[static_cast<size_t>(k)] < 0) return -1;
+  const int in = st.in[static_cast<size_t>(k)];
+  const int block = block_of[static_cast<size_t>(in)];
+  if (block < 0 || plan.last_reader[static_cast<size_t>(in)] != s || blocks[static_cast<size_t>(block)].bytes != bytes)
+    return -1;
+  for (size_t i = 0; i < st.in.size(); ++i)
+    if (static_cast<int>(i) != k && st.in[i] == in) return -1;
+  return block;
+}
+
+}  // namespace
+
 // Shape inference over the top-level plan for these input shapes, without running anything. A step
 // whose output shapes follow from shapes and constants alone gets a static call; its intermediates
 // (unless a host op reads them, which may keep them beyond their last reader) go into the block.
@@ -254,7 +274,8 @@ Status ContextImpl::specialize(const std::vector<Dims>& input_dims) {
   std::vector<char> is_output(slots, 0);
   for (int o : plan.output_slots) is_output[o] = 1;
   std::vector<MemoryBlock> blocks;
-  std::vector<int> block_slot;
+  std::vector<int> block_of(slots, -1);  // per slot: its block, when planned
+  size_t in_place_bytes = 0;             // what the outputs placed in place would take in their own allocations
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlanStep& st = plan.steps[s];
     if (!st.impl) continue;
@@ -286,16 +307,27 @@ Status ContextImpl::specialize(const std::vector<Dims>& input_dims) {
       is_static[slot] = 1;
       if (is_output[slot] || plan.read_by_host[slot]) continue;
       const size_t bytes = static_cast<size_t>(call.outputs[o].dims.numel()) * dtype_size(call.outputs[o].dtype);
-      blocks.push_back({bytes, static_cast<int>(s), std::max(plan.last_reader[slot], static_cast<int>(s))});
-      block_slot.push_back(slot);
+      const int last = std::max(plan.last_reader[slot], static_cast<int>(s));
+      if (const int shared = o == 0 ? in_place_block(plan, static_cast<int>(s), bytes, blocks, block_of) : -1;
+          shared >= 0) {
+        blocks[static_cast<size_t>(shared)].last = std::max(blocks[static_cast<size_t>(shared)].last, last);
+        block_of[slot] = shared;
+        ++spec->memory.in_place_values;
+        in_place_bytes += (bytes + kBlockAlignment - 1) / kBlockAlignment * kBlockAlignment;
+        continue;
+      }
+      block_of[slot] = static_cast<int>(blocks.size());
+      blocks.push_back({bytes, static_cast<int>(s), last});
     }
     spec->calls[s] = std::move(call);
   }
   const MemoryPlan placed = plan_memory(blocks, kBlockAlignment);
-  for (size_t b = 0; b < blocks.size(); ++b) spec->offset[block_slot[b]] = static_cast<int64_t>(placed.offsets[b]);
+  for (size_t slot = 0; slot < slots; ++slot)
+    if (block_of[slot] >= 0)
+      spec->offset[slot] = static_cast<int64_t>(placed.offsets[static_cast<size_t>(block_of[slot])]);
   spec->memory.planned_bytes = placed.total;
-  spec->memory.unplanned_bytes = placed.unplanned;
-  spec->memory.planned_values = static_cast<int>(blocks.size());
+  spec->memory.unplanned_bytes = placed.unplanned + in_place_bytes;
+  spec->memory.planned_values = static_cast<int>(blocks.size()) + spec->memory.in_place_values;
   for (size_t s = 0; s < plan.steps.size(); ++s)
     if (!spec->calls[s].schema)
       for (int o : plan.steps[s].out)

@@ -134,6 +134,7 @@ struct MemoryReport {
   size_t planned_bytes = 0;    ///< the activation block (intermediates placed by liveness)
   size_t unplanned_bytes = 0;  ///< the same intermediates, each in its own allocation
   int planned_values = 0;      ///< intermediates in the block
+  int in_place_values = 0;     ///< of them, outputs placed over an input they replace (KernelImpl::in_place_input)
   int dynamic_values = 0;      ///< intermediates allocated while running (shapes known only then, or host ops)
 };
 

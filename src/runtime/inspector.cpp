@@ -99,6 +99,7 @@ std::string layer_info_json(const EngineImpl& engine, ContextImpl* ctx) {
       out["ActivationMemory"] = {{"PlannedBytes", memory->planned_bytes},
                                  {"UnplannedBytes", memory->unplanned_bytes},
                                  {"PlannedValues", memory->planned_values},
+                                 {"InPlaceValues", memory->in_place_values},
                                  {"DynamicValues", memory->dynamic_values}};
   }
   return out.dump(1) + "\n";

@@ -156,6 +156,24 @@ Result<std::vector<Tensor>> run_case(const Prepared& p, Backend backend, std::op
   return runner.outputs();
 }
 
+// The case once more with output 0 written over a copy of input `k` (KernelImpl::in_place_input: the runtime places
+// a residual's last reader there); output 0 comes back as a host tensor. Undefined when input k cannot be output 0's
+// memory (absent, or another type or size).
+Result<Tensor> run_case_in_place(const Prepared& p, Backend backend, const KernelPin& pin, int k) {
+  Prepared q = p;
+  if (k >= static_cast<int>(q.src.size()) || !q.src[k].defined() || q.call.outputs.empty() ||
+      q.src[k].dtype() != q.call.outputs[0].dtype || q.src[k].dims().numel() != q.call.outputs[0].dims.numel())
+    return Tensor();
+  KILN_ASSIGN_OR_RETURN(q.src[k], p.src[k].clone());
+  KILN_ASSIGN_OR_RETURN(OpRunner runner, OpRunner::build(op_spec(q, backend, pin)));
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> poisoned, alloc_outputs(runner, q.call));
+  poisoned[0] = Tensor::view(q.src[k].raw(), q.src[k].dtype(), poisoned[0].dims(), q.src[k].device());
+  for (size_t i = 0; i < poisoned.size(); ++i) KILN_RETURN_IF_ERROR(runner.set_output(i, poisoned[i]));
+  KILN_RETURN_IF_ERROR(runner.run());
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> out, runner.outputs());
+  return out.at(0).clone();  // a view of q's copy of input k, which goes with q
+}
+
 // Empty when `got` matches `want` within the tolerance of `dtype`; else what differs first.
 }  // namespace
 
@@ -307,6 +325,20 @@ int run_test(const Options& opt) {
               ++failed;
             } else if (opt.verbose) {
               std::printf("ok   %s on %s\n", label.c_str(), name.c_str());
+            }
+            const int shared = impl->in_place_input ? impl->in_place_input(tactic) : -1;
+            if (shared < 0 || (b == Backend::kCuda && !gpu)) continue;
+            auto in_place = run_case_in_place(p, b, KernelPin{impl->name, tactic}, shared);
+            if (in_place && !in_place->defined()) continue;
+            ++checks;
+            const bool tf32 = is_tf32_tactic(tactic) && (*want)[0].dtype() == DataType::kFloat32;
+            diff = !in_place
+                       ? in_place.status().to_string()
+                       : compare(*in_place, (*want)[0], tf32 ? tf32_tolerance((*want)[0], c.tolerance_scale) : tol);
+            if (!diff.empty()) {
+              std::printf("FAIL %s on %s, output 0 over input %d: %s\n", label.c_str(), name.c_str(), shared,
+                          diff.c_str());
+              ++failed;
             }
           }
         }

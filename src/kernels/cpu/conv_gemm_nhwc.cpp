@@ -163,6 +163,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     },
     .prepare = prepare,
     .prepared_replaces_input = 1,
+    .in_place_input = in_place(3),  // the GEMM reads each residual just before it stores there
 });
 
 }  // namespace

@@ -289,36 +289,70 @@ Result<DirectConv> direct_conv(KernelContext& ctx) {
 
 enum class DirectLoop { kFewChannelsPixels, kFewChannelsTiles, kDepthwisePixels, kDepthwiseTiles };
 
+// The weights as the loops read them, with the floats between one tap's M weights and the next's. w is [M, window]
+// (NHWC weights [M, kH, kW, C/group]: window = kH * kW * C/group); as [window, M] what one tap multiplies lies next to
+// each other: depthwise, that tap of every channel (as the channels lie in x); else the M weights one input value
+// scales (the tiles read whole vectors of 16: each tap's M padded with zeros to a multiple of 16).
+struct Taps {
+  std::vector<float> data;
+  int64_t stride = 0;
+};
+
 template <DirectLoop kLoop>
-Status run_direct(KernelContext& ctx) {
+Taps make_taps(const float* w, const Dims& dims) {
   constexpr bool kDepthwise = kLoop == DirectLoop::kDepthwisePixels || kLoop == DirectLoop::kDepthwiseTiles;
-  if (ctx.dst[0].numel() == 0) return Status::ok();
-  KILN_ASSIGN_OR_RETURN(DirectConv p, direct_conv(ctx));
-  // w is [M, window] (window = kH * kW * C/group); as [window, M] what one tap multiplies lies next to each other:
-  // depthwise, that tap of every channel (as the channels lie in x); else the M weights one input value scales
-  // (the tiles read whole vectors of 16: each tap's M padded with zeros to a multiple of 16).
-  const int64_t filters = p.m, window = p.kh * p.kw * (kDepthwise ? 1 : p.c);
-  p.taps_stride = kLoop == DirectLoop::kFewChannelsTiles ? (filters + 15) / 16 * 16 : filters;
-  std::vector<float> taps(static_cast<size_t>(window * p.taps_stride), 0.f);
-  const float* wd = ctx.src[1].data<float>();
+  const int64_t filters = dims[0], window = dims[1] * dims[2] * (kDepthwise ? 1 : dims[3]);
+  Taps t;
+  t.stride = kLoop == DirectLoop::kFewChannelsTiles ? (filters + 15) / 16 * 16 : filters;
+  t.data.assign(static_cast<size_t>(window * t.stride), 0.f);
   for (int64_t o = 0; o < filters; ++o)
-    for (int64_t k = 0; k < window; ++k) taps[static_cast<size_t>(k * p.taps_stride + o)] = wd[o * window + k];
-  p.taps = taps.data();
-  const int64_t rows = ctx.src[0].dims()[0] * p.oh, grain = grain_for(p.ow * filters * window);
-  if constexpr (kLoop == DirectLoop::kFewChannelsTiles)
-    parallel_for(rows, grain, [&](int64_t r) { cpu::few_channels_tiles_row_avx512(p, r); });
-  else if (!cpu::has_avx2_fma())
-    parallel_for(rows, grain, [&](int64_t r) { kDepthwise ? depthwise_row(p, r) : few_channels_row(p, r); });
-  else if constexpr (kLoop == DirectLoop::kDepthwiseTiles)
-    parallel_for(rows, grain, [&](int64_t r) { depthwise_tiles_row(p, r); });
-  else
-    parallel_for(rows, grain, [&](int64_t r) { kDepthwise ? depthwise_row_avx2(p, r) : few_channels_row_avx2(p, r); });
-  return Status::ok();
+    for (int64_t k = 0; k < window; ++k) t.data[static_cast<size_t>(k * t.stride + o)] = w[o * window + k];
+  return t;
+}
+
+// The taps are made once when the kernel is created with constant weights (every model's case), else on every run.
+template <DirectLoop kLoop>
+class DirectKernel final : public Kernel {
+ public:
+  explicit DirectKernel(const OpCall& call) {
+    if (const Tensor* w = call.constant(1); w && w->defined()) taps_ = make_taps<kLoop>(w->data<float>(), w->dims());
+  }
+
+  Status run(KernelContext& ctx) override {
+    constexpr bool kDepthwise = kLoop == DirectLoop::kDepthwisePixels || kLoop == DirectLoop::kDepthwiseTiles;
+    if (ctx.dst[0].numel() == 0) return Status::ok();
+    KILN_ASSIGN_OR_RETURN(DirectConv p, direct_conv(ctx));
+    Taps given;
+    if (taps_.data.empty()) given = make_taps<kLoop>(ctx.src[1].data<float>(), ctx.src[1].dims());
+    const Taps& taps = taps_.data.empty() ? given : taps_;
+    p.taps = taps.data.data();
+    p.taps_stride = taps.stride;
+    const int64_t window = p.kh * p.kw * (kDepthwise ? 1 : p.c);
+    const int64_t rows = ctx.src[0].dims()[0] * p.oh, grain = grain_for(p.ow * p.m * window);
+    if constexpr (kLoop == DirectLoop::kFewChannelsTiles)
+      parallel_for(rows, grain, [&](int64_t r) { cpu::few_channels_tiles_row_avx512(p, r); });
+    else if (!cpu::has_avx2_fma())
+      parallel_for(rows, grain, [&](int64_t r) { kDepthwise ? depthwise_row(p, r) : few_channels_row(p, r); });
+    else if constexpr (kLoop == DirectLoop::kDepthwiseTiles)
+      parallel_for(rows, grain, [&](int64_t r) { depthwise_tiles_row(p, r); });
+    else
+      parallel_for(rows, grain,
+                   [&](int64_t r) { kDepthwise ? depthwise_row_avx2(p, r) : few_channels_row_avx2(p, r); });
+    return Status::ok();
+  }
+
+ private:
+  Taps taps_;
+};
+
+template <DirectLoop kLoop>
+Result<std::unique_ptr<Kernel>> direct_kernel(const OpCall& call) {
+  return std::unique_ptr<Kernel>(std::make_unique<DirectKernel<kLoop>>(call));
 }
 
 Result<std::unique_ptr<Kernel>> create_depthwise(const OpCall& call) {
-  if (call.tactic == kPixels) return stateless(run_direct<DirectLoop::kDepthwisePixels>)(call);
-  if (call.tactic.empty() || call.tactic == kTiles) return stateless(run_direct<DirectLoop::kDepthwiseTiles>)(call);
+  if (call.tactic == kPixels) return direct_kernel<DirectLoop::kDepthwisePixels>(call);
+  if (call.tactic.empty() || call.tactic == kTiles) return direct_kernel<DirectLoop::kDepthwiseTiles>(call);
   return invalid_argument("cpu.depthwise_nhwc has no tactic '", call.tactic, "' (it has '", kPixels, "' and '", kTiles,
                           "')");
 }
@@ -330,7 +364,7 @@ Result<std::unique_ptr<Kernel>> create_few_channels(const OpCall& call) {
     if (!pixels_window(call))
       return unsupported("cpu.conv_nhwc_few_channels: the \"", kPixels, "\" loop takes windows of at most ",
                          kFewChannelsWindow, "x", kFewChannelsWindow, " (\"", kTiles, "\" takes larger ones)");
-    return stateless(run_direct<DirectLoop::kFewChannelsPixels>)(call);
+    return direct_kernel<DirectLoop::kFewChannelsPixels>(call);
   }
   if (tactic != kTiles)
     return invalid_argument("cpu.conv_nhwc_few_channels has no tactic '", tactic, "' (it has '", kPixels, "' and '",
@@ -338,7 +372,7 @@ Result<std::unique_ptr<Kernel>> create_few_channels(const OpCall& call) {
   if (!cpu::use_avx512())
     return unsupported("cpu.conv_nhwc_few_channels: the \"", kTiles, "\" tactic needs AVX-512, which this CPU (or ",
                        "ONEDNN_MAX_CPU_ISA) does not allow; rebuild the engine here");
-  return stateless(run_direct<DirectLoop::kFewChannelsTiles>)(call);
+  return direct_kernel<DirectLoop::kFewChannelsTiles>(call);
 }
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -349,6 +383,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .supports = depthwise_supports,
     .create = create_depthwise,
     .tactics = depthwise_tactics,
+    .in_place_input = in_place(3),  // each pixel starts from its residual
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -359,6 +394,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .supports = few_channels_supports,
     .create = create_few_channels,
     .tactics = few_channels_tactics,
+    .in_place_input = in_place(3),  // each pixel starts from its residual
 });
 
 }  // namespace

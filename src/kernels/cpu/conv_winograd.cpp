@@ -314,6 +314,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .supports = winograd_supports,
     .create = create_winograd,
     .tactics = winograd_tactics,
+    .in_place_input = in_place(3),  // the output transform reads each residual before it stores there
 });
 
 }  // namespace

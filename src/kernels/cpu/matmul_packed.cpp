@@ -118,6 +118,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .create = create,
     .prepare = prepare,
     .prepared_replaces_input = 1,
+    .in_place_input = in_place(kGemmResidualInput),  // the GEMM reads each residual just before it stores there
 });
 
 KILN_REGISTER_KERNEL(KernelImpl{
@@ -129,6 +130,7 @@ KILN_REGISTER_KERNEL(KernelImpl{
     .create = create,
     .prepare = prepare,
     .prepared_replaces_input = 1,
+    .in_place_input = in_place(kGemmResidualInput),  // the GEMM reads each residual just before it stores there
 });
 
 }  // namespace

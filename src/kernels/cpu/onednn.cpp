@@ -69,7 +69,7 @@ struct ScratchBuffer {
 }  // namespace
 
 void* scratch(size_t bytes, int slot) {
-  thread_local std::array<ScratchBuffer, 2> buffers;
+  thread_local std::array<ScratchBuffer, 3> buffers;
   ScratchBuffer& b = buffers.at(static_cast<size_t>(slot));
   if (bytes > b.bytes) {
     const size_t rounded = (bytes + 63) / 64 * 64;

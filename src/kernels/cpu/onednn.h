@@ -23,7 +23,7 @@ dnnl::memory::desc strided_desc(const Tensor& t);
 dnnl::memory memory(const dnnl::memory::desc& desc, const Tensor& t);
 
 /// Scratch memory of the calling thread, 64-byte aligned, at least `bytes` long, for layout conversions that
-/// live only while one kernel runs (`slot` 0 and 1 are separate buffers). Kernels of one execution context run
+/// live only while one kernel runs (`slot` 0, 1 and 2 are separate buffers). Kernels of one execution context run
 /// one after another on one thread, so they share these buffers instead of each keeping its own: memory is the
 /// largest conversion, not the sum. Valid until the next call with the same slot on this thread.
 void* scratch(size_t bytes, int slot);
