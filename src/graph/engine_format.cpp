@@ -65,8 +65,9 @@ Status write_engine_container_to(const EngineHeader& header, std::map<std::strin
   // The gaps (prelude, padding) are zeros: the same model gives the same bytes.
   std::memset(out, 0, body_offset);
   uint64_t written = 0;  // body bytes placed so far, padding included
-  for (auto& [name, pieces] : sections) {
-    const uint64_t at = index[name]["offset"].get<uint64_t>();
+  for (auto& section : sections) {
+    SectionPieces& pieces = section.second;
+    const uint64_t at = index[section.first]["offset"].get<uint64_t>();
     std::memset(out + body_offset + written, 0, at - written);
     written = at + pieces.bytes();
     pieces.write_to(out + body_offset + at);
@@ -86,7 +87,7 @@ Status write_engine_container_to(const EngineHeader& header, std::map<std::strin
 
 std::string write_engine_container(const EngineHeader& header, std::map<std::string, std::string> sections) {
   std::map<std::string, SectionPieces> pieces;
-  for (auto& [name, bytes] : sections) pieces.emplace(name, SectionPieces(std::move(bytes)));
+  for (auto& section : sections) pieces.emplace(section.first, SectionPieces(std::move(section.second)));
   std::string out;
   const Status st = write_engine_container_to(header, std::move(pieces), [&](uint64_t bytes) {
     out.resize(bytes);

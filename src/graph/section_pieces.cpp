@@ -44,7 +44,7 @@ void SectionPieces::write_to(char* dst) {
       written = offset + t->nbytes();
     } else {
       const auto& s = std::get<std::string>(piece);
-      std::memcpy(dst + offset, s.data(), s.size());
+      std::copy_n(s.data(), s.size(), dst + offset);
       written = offset + s.size();
     }
     piece = std::string();  // released: a tensor the graph no longer holds is freed here
