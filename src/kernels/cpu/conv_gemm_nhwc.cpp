@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <memory>
 
+#include "core/parallel.h"
 #include "kernels/cpu/conv_nhwc_checks.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/onednn.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/registry.h"
 #include "ops/convolution/convolution.h"
@@ -115,12 +117,24 @@ class ConvGemm final : public Kernel {
       cpu::packed_gemm(rows, xd, b.k, b, y.data<float>(), b.n, e);
       return Status::ok();
     }
+    if (is_strided_pointwise(g)) {
+      // A strided 1x1 window's im2col (a subsample of x) is gathered once here, where the tasks would each gather
+      // the rows again for every group of panels they take (ResNet-50's downsampling layers).
+      const int64_t k = g.c;
+      workspace_ = static_cast<size_t>(rows * k) * sizeof(float);
+      auto* a = static_cast<float*>(onednn::scratch(workspace_, 0));
+      parallel_for(rows, grain_for(k), [&](int64_t row) { gather_rows(g, xd, row, 1, 0, k, a + row * k); });
+      cpu::packed_gemm(rows, a, k, b, y.data<float>(), b.n, e);
+      return Status::ok();
+    }
     const cpu::RowGather gather = [&](int64_t row, int64_t count, int64_t col, int64_t depth, float* out) {
       gather_rows(g, xd, row, count, col, depth, out);
     };
     cpu::packed_gemm(rows, gather, b, y.data<float>(), b.n, e);
     return Status::ok();
   }
+
+  size_t workspace_bytes() const override { return workspace_; }
 
   std::string detail() const override {
     return cpu::use_avx512() ? "im2col rows + packed GEMM 8x32, AVX-512" : "im2col rows + packed GEMM 6x16, AVX2";
@@ -133,7 +147,12 @@ class ConvGemm final : public Kernel {
     return true;
   }
 
+  // A 1x1 window that does not read x in place (strides or pads): its im2col has one row of C floats per output
+  // pixel, no more than the output's own size times C / M.
+  static bool is_strided_pointwise(const Window& g) { return g.kh == 1 && g.kw == 1; }
+
   cpu::PackedWeights packed_;
+  size_t workspace_ = 0;  // the gathered rows of a strided 1x1 window
 };
 
 Status conv_gemm_supports(const OpCall& call) {

@@ -225,6 +225,11 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(nhwc_case("nhwc stride 2", conv({2, 2}, {1, 1, 1, 1}), {2, 9, 9, 8}, {16, 3, 3, 8}));
   c.push_back(
       nhwc_case("nhwc 1x1 stride 2 + residual", conv({2, 2}, {0, 0, 0, 0}), {2, 7, 7, 16}, {8, 1, 1, 16}, true, true));
+  // A 1x1 window that cannot read x in place for its pads alone (cpu.conv_gemm_nhwc gathers its rows first), and one
+  // with stride 2 and uneven pads, 40 channels into 48 (a panel and a half).
+  c.push_back(
+      nhwc_case("nhwc 1x1 pads 1 + residual", conv({}, {1, 1, 1, 1}), {1, 5, 6, 16}, {32, 1, 1, 16}, true, true));
+  c.push_back(nhwc_case("nhwc 1x1 stride 2, pads 0 1 1 0", conv({2, 2}, {0, 1, 1, 0}), {2, 8, 9, 40}, {48, 1, 1, 40}));
   c.push_back(
       nhwc_case("nhwc 7x7 stride 2 pad 3, 3 channels", conv({2, 2}, {3, 3, 3, 3}), {1, 12, 12, 3}, {8, 7, 7, 3}));
   c.push_back(nhwc_case("nhwc strides 1x2 no bias", conv({1, 2}, {0, 1, 0, 1}), {1, 5, 8, 4}, {6, 2, 3, 4}, false));
