@@ -107,12 +107,14 @@ __attribute__((target("avx2,fma"))) void input_tile(const Problem& p, const floa
 }
 
 // M[xi][:, m0, m0 + 16) = V[xi] (rows x C) U[xi][:, m0, m0 + 16) (rows a multiple of six).
-__attribute__((target("avx2,fma"))) void multiply_panel(int64_t c, int64_t m, int64_t rows, const float* v,
-                                                        const float* u, float* mo, int64_t xi, int64_t m0) {
+// Only the first `live` rows (a multiple of six) are multiplied: a block's rows past its last strip are not.
+__attribute__((target("avx2,fma"))) void multiply_panel(int64_t c, int64_t m, int64_t rows, int64_t live,
+                                                        const float* v, const float* u, float* mo, int64_t xi,
+                                                        int64_t m0) {
   const float* vx = v + xi * rows * c;
   const float* ux = u + xi * c * m + m0 * c;  // the panel of columns [m0, m0 + 16): C rows of 16
   float* mx = mo + xi * rows * m + m0;
-  for (int64_t r = 0; r < rows; r += kRows) {
+  for (int64_t r = 0; r < live; r += kRows) {
     __m256 sums[kRows][2];
     cpu::panel_product(vx + r * c, c, 1, ux, c, sums);
     float* out = mx + r * m;
@@ -123,37 +125,65 @@ __attribute__((target("avx2,fma"))) void multiply_panel(int64_t c, int64_t m, in
   }
 }
 
-// M[xi][:, m0, m0 + 16 or 32) = V[xi] U[xi] for one panel or two (`two`) on the AVX-512 kernel (rows a multiple of
-// eight).
-__attribute__((target("avx512f"))) void multiply_panels_wide(int64_t c, int64_t m, int64_t rows, const float* v,
-                                                             const float* u, float* mo, int64_t xi, int64_t m0,
-                                                             bool two) {
+// M[xi][:, m0, m0 + 16 or 32) = V[xi] U[xi] for one panel or two (`two`) on the AVX-512 kernel, the first `live`
+// rows (a multiple of Strip) in strips of Strip rows.
+template <int Strip>
+__attribute__((target("avx512f"))) void multiply_panels_wide(int64_t c, int64_t m, int64_t rows, int64_t live,
+                                                             const float* v, const float* u, float* mo, int64_t xi,
+                                                             int64_t m0, bool two) {
   const float* vx = v + xi * rows * c;
   const float* ux = u + xi * c * m + m0 * c;  // panels of C rows of 16, one after another
   float* mx = mo + xi * rows * m + m0;
-  for (int64_t r = 0; r < rows; r += kWideRows) {
+  for (int64_t r = 0; r < live; r += Strip) {
     __m512 sums[kWideRows][2];
     if (two)
-      cpu::wide_panel_product<kWideRows, 2>(vx + r * c, c, ux, ux + c * kCols, c, sums);
+      cpu::wide_panel_product<Strip, 2>(vx + r * c, c, ux, ux + c * kCols, c, sums);
     else
-      cpu::wide_panel_product<kWideRows, 1>(vx + r * c, c, ux, ux, c, sums);
+      cpu::wide_panel_product<Strip, 1>(vx + r * c, c, ux, ux, c, sums);
     float* out = mx + r * m;
-    for (int i = 0; i < kWideRows; ++i) {
+    for (int i = 0; i < Strip; ++i) {
       _mm512_storeu_ps(out + i * m, sums[i][0]);
       if (two) _mm512_storeu_ps(out + i * m + kCols, sums[i][1]);
     }
   }
 }
 
-// Panel step `step` of the products (of `steps` per xi): one panel, or on AVX-512 a pair (the last alone when the
-// panels are odd).
-void multiply_step(bool wide, int64_t c, int64_t m, int64_t rows, const float* v, const float* u, float* mo, int64_t xi,
-                   int64_t step) {
-  const int64_t panels = m / kCols;
-  if (!wide) return multiply_panel(c, m, rows, v, u, mo, xi, step * kCols);
-  const int64_t first = step * 2;
-  multiply_panels_wide(c, m, rows, v, u, mo, xi, first * kCols, first + 1 < panels);
+// The products' strip: six rows on AVX2; on AVX-512 eight, or seven where that pads the tiles to fewer rows
+// (ResNet's 14x14 layers have 49 tiles, 7 strips of 7 against 56 rows in strips of 8, and its 56x56 and 28x28
+// layers 196: the padding rows cost the register kernel as much as real ones).
+int64_t strip_rows(bool wide, int64_t tiles) {
+  if (!wide) return kRows;
+  const auto padded = [&](int64_t strip) { return (tiles + strip - 1) / strip * strip; };
+  return padded(kWideRows - 1) < padded(kWideRows) ? kWideRows - 1 : kWideRows;
 }
+
+// Panel step `step` of the products (of `steps` per xi) over the first `live` of `rows` rows, in strips of `strip`:
+// one panel, or on AVX-512 a pair (the last alone when the panels are odd).
+void multiply_step(bool wide, int64_t strip, int64_t c, int64_t m, int64_t rows, int64_t live, const float* v,
+                   const float* u, float* mo, int64_t xi, int64_t step) {
+  const int64_t panels = m / kCols;
+  if (!wide) return multiply_panel(c, m, rows, live, v, u, mo, xi, step * kCols);
+  const int64_t first = step * 2;
+  const auto product = strip == kWideRows ? multiply_panels_wide<kWideRows> : multiply_panels_wide<kWideRows - 1>;
+  product(c, m, rows, live, v, u, mo, xi, first * kCols, first + 1 < panels);
+}
+
+// The blocked path's split of the tiles: strips dealt into blocks of at most `max_strips` strips, the block count
+// rounded up to a multiple of the threads and the strips spread evenly over the blocks, so that every thread gets
+// about as many strips (blocks of the largest size with a short last one left one thread a block more).
+struct TileBlocks {
+  int64_t strips, blocks;
+
+  TileBlocks(int64_t tiles, int64_t strip, int64_t max_strips, int threads) {
+    strips = (tiles + strip - 1) / strip;
+    const int64_t t = std::max(1, threads), least = (strips + max_strips - 1) / max_strips;
+    blocks = std::min(strips, (least + t - 1) / t * t);
+  }
+  /// Block b's first strip (block b holds strips [first(b), first(b + 1))).
+  int64_t first(int64_t b) const { return b * strips / blocks; }
+  /// The most strips a block holds.
+  int64_t most() const { return (strips + blocks - 1) / blocks; }
+};
 
 // The 2x2 outputs of tile t from row `row` of M (`rows` rows per xi): A^T M A, then bias, residual and the
 // activation (residual read before y is written: it may be y's own memory).
@@ -214,25 +244,28 @@ class WinogradConv final : public Kernel {
     const float* residual = ctx.src.size() > 3 && ctx.src[3].defined() ? ctx.src[3].data<float>() : nullptr;
     float* y = ctx.dst[0].data<float>();
     const bool wide = cpu::use_avx512();
-    const int64_t strip = wide ? kWideRows : kRows;  // the products' rows come in multiples of this
+    const int64_t strip = strip_rows(wide, p.tiles);  // the products' rows come in multiples of this
     const int64_t panels = p.m / kCols, steps = wide ? (panels + 1) / 2 : panels;
     // Blocks of tiles, each transformed, multiplied and transformed back by one thread in its cache, where U is
     // small enough to be read again for every block; else every tile's V at once, each U[xi] panel read once.
     // (F(4x4)'s 36 points: blocks of fewer tiles, so that V and M take the bytes F(2x2)'s 16 do.)
     if (p.points * p.c * p.m * sizeof(float) <= kBlockedWeightBytes) {
       const int64_t block_floats = kBlockFloats * 16 / p.points;
-      const int64_t rows = std::max<int64_t>(strip, block_floats / (p.c + p.m) / strip * strip);
+      const TileBlocks split(p.tiles, strip, std::max<int64_t>(1, block_floats / (p.c + p.m) / strip), cpu_threads());
+      const int64_t rows = split.most() * strip;  // rows per buffer
       const size_t v_bytes = sizeof(float) * p.points * rows * p.c, m_bytes = sizeof(float) * p.points * rows * p.m;
       workspace_ = (v_bytes + m_bytes) * static_cast<size_t>(std::max(1, cpu_threads()));
-      parallel_for((p.tiles + rows - 1) / rows, 1, [&](int64_t block) {
+      parallel_for(split.blocks, 1, [&](int64_t block) {
         auto* v = static_cast<float*>(onednn::scratch(v_bytes, 0));  // this thread's buffers
         auto* mo = static_cast<float*>(onednn::scratch(m_bytes, 1));
-        const int64_t t0 = block * rows, count = std::min(rows, p.tiles - t0);
+        const int64_t t0 = split.first(block) * strip, live = (split.first(block + 1) - split.first(block)) * strip;
+        const int64_t count = std::min(live, p.tiles - t0);
         for (int64_t i = 0; i < count; ++i) input(p, xd, v, rows, t0 + i, i);
-        for (int64_t xi = 0; count < rows && xi < p.points; ++xi)  // the rows past the last tile multiply as zeros
-          std::memset(v + (xi * rows + count) * p.c, 0, sizeof(float) * (rows - count) * p.c);
+        for (int64_t xi = 0; count < live && xi < p.points; ++xi)  // the rows past the last tile multiply as zeros
+          std::memset(v + (xi * rows + count) * p.c, 0, sizeof(float) * (live - count) * p.c);
         for (int64_t xi = 0; xi < p.points; ++xi)
-          for (int64_t step = 0; step < steps; ++step) multiply_step(wide, p.c, p.m, rows, v, u, mo, xi, step);
+          for (int64_t step = 0; step < steps; ++step)
+            multiply_step(wide, strip, p.c, p.m, rows, live, v, u, mo, xi, step);
         for (int64_t i = 0; i < count; ++i) output(p, mo, rows, t0 + i, i, bias, residual, a.fused, y);
       });
       return Status::ok();
@@ -246,7 +279,7 @@ class WinogradConv final : public Kernel {
       std::memset(v + (xi * rows + p.tiles) * p.c, 0, sizeof(float) * (rows - p.tiles) * p.c);
     parallel_for(p.tiles, grain_for(p.points * p.c * 4), [&](int64_t t) { input(p, xd, v, rows, t, t); });
     parallel_for(p.points * steps, grain_for(rows * p.c * kCols * 2 * (panels / steps)),
-                 [&](int64_t i) { multiply_step(wide, p.c, p.m, rows, v, u, mo, i / steps, i % steps); });
+                 [&](int64_t i) { multiply_step(wide, strip, p.c, p.m, rows, rows, v, u, mo, i / steps, i % steps); });
     parallel_for(p.tiles, grain_for(p.points * p.m * 4),
                  [&](int64_t t) { output(p, mo, rows, t, t, bias, residual, a.fused, y); });
     return Status::ok();

@@ -175,6 +175,10 @@ std::vector<OpCase> channels_last_cases() {
   c.push_back(nhwc_case("nhwc 3x3 odd size, residual + clip", wino_clip, {2, 7, 5, 24}, {32, 3, 3, 24}, true, true));
   c.push_back(nhwc_case("nhwc 3x3 no pad", conv({}, {0, 0, 0, 0}), {1, 8, 9, 16}, {16, 3, 3, 16}));
   c.push_back(nhwc_case("nhwc 3x3 asymmetric pads", conv({}, {0, 1, 2, 0}), {1, 6, 7, 8}, {16, 3, 3, 8}, false));
+  // 14x14 outputs: 49 F(2x2) tiles, which the AVX-512 products take in 7 strips of 7 rows; 16 F(4x4) tiles (2 of 8);
+  // 28x28 in blocks of tiles dealt evenly over the threads (28 strips of 7); both with a residual + ReLU.
+  c.push_back(nhwc_case("nhwc 3x3 14x14, residual + relu", relu, {1, 14, 14, 16}, {32, 3, 3, 16}, true, true));
+  c.push_back(nhwc_case("nhwc 3x3 28x28, residual + relu", relu, {1, 28, 28, 8}, {16, 3, 3, 8}, true, true));
   // Weights over the blocked path's 1 MB (every tile's products at once, not block by block) in an odd number of
   // 16-channel panels (the AVX-512 products take them in pairs, the last alone), with a residual + ReLU.
   OpCase wide_wino =
