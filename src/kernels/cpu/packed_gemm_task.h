@@ -9,10 +9,11 @@
 
 namespace kiln::cpu::gemm_detail {
 
-constexpr int64_t kDepth = 384;         // K rows per block: a strip of A's rows (9-12 KB) stays in L1 across panels
-constexpr int64_t kMaxBlockRows = 72;   // A rows per task
-constexpr int64_t kMaxGroupPanels = 8;  // panels per task: their K block is 192 KB, within a core's L2
-constexpr int64_t kTasksPerThread = 8;  // enough tasks for parallel_for to deal out in pieces
+constexpr int64_t kDepth = 384;          // K rows per block: a strip of A's rows (9-12 KB) stays in L1 across panels
+constexpr int64_t kMaxBlockRows = 72;    // A rows per task
+constexpr int64_t kMaxGroupPanels = 8;   // panels per task: their K block is 192 KB, within a core's L2
+constexpr int64_t kTasksPerThread = 8;   // enough tasks for parallel_for to deal out in pieces
+constexpr int64_t kGroupsPerThread = 2;  // groups per thread from which whole groups are dealt out
 constexpr int64_t kWideStripRows = 8, kWideStripPanels = 2;  // the AVX-512 kernel's tile
 
 struct Plan {
