@@ -117,9 +117,9 @@ class ConvGemm final : public Kernel {
       cpu::packed_gemm(rows, xd, b.k, b, y.data<float>(), b.n, e);
       return Status::ok();
     }
-    if (is_strided_pointwise(g)) {
-      // A strided 1x1 window's im2col (a subsample of x) is gathered once here, where the tasks would each gather
-      // the rows again for every group of panels they take (ResNet-50's downsampling layers).
+    if (is_pointwise_window(g)) {
+      // A strided or padded 1x1 window's im2col (one row of C floats per output pixel) is gathered once here, where
+      // the tasks would each gather the rows again for every group of panels they take (ResNet-50's downsamples).
       const int64_t k = g.c;
       workspace_ = static_cast<size_t>(rows * k) * sizeof(float);
       auto* a = static_cast<float*>(onednn::scratch(workspace_, 0));
@@ -149,10 +149,10 @@ class ConvGemm final : public Kernel {
 
   // A 1x1 window that does not read x in place (strides or pads): its im2col has one row of C floats per output
   // pixel, no more than the output's own size times C / M.
-  static bool is_strided_pointwise(const Window& g) { return g.kh == 1 && g.kw == 1; }
+  static bool is_pointwise_window(const Window& g) { return g.kh == 1 && g.kw == 1; }
 
   cpu::PackedWeights packed_;
-  size_t workspace_ = 0;  // the gathered rows of a strided 1x1 window
+  size_t workspace_ = 0;  // the gathered rows of a strided or padded 1x1 window
 };
 
 Status conv_gemm_supports(const OpCall& call) {

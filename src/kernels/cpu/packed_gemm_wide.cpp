@@ -93,7 +93,7 @@ __attribute__((target("avx512f"))) void run_wide_task(int64_t m, const Source& s
         const bool two = panel + 1 < span.panel1;
         const float* b0 = b.data + (panel * b.k + p0) * kCols;
         const int64_t col = panel * kCols, at = (r0 + i) * ldc + col;
-        prefetch_tile(p0 > 0 || !e.residual ? c + at : e.residual + at, ldc, live, kWidePanels * kCols);
+        prefetch_tile(p0 > 0 || !e.residual ? c + at : e.residual + at, ldc, live, (two ? 2 : 1) * kCols);
         __m512 sums[kWideRows][2];
         product(live, two, ai, stride, b0, b0 + b.k * kCols, depth, sums);
         const WideTile t{c + at,
